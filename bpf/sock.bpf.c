@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Kernel side of nccltrace: follows the traced process tree and accounts every TCP connection
+ * those processes use. Hot data (bytes, calls, EAGAIN spins, progress times, queues, RTT) stays
+ * in the conns map; only rare events (fork/exec/exit, TCP state changes, retransmits, resets)
+ * go through the ring buffer.
+ *
+ * Send/receive calls are seen through one of three program groups with one body: fexit on
+ * tcp_sendmsg/tcp_recvmsg, kprobe+kretprobe on the same, or the sock:sock_{send,recv}_length
+ * tracepoints as raw tracepoints (which need no tracefs). Userspace enables exactly one group.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "nccltrace.h"
+
+#define AF_INET		2
+#define AF_INET6	10
+#define SOCK_STREAM	1
+#define IPPROTO_TCP	6
+#define EAGAIN		11
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT	2
+#define TCP_CLOSE	7
+#define TCP_LISTEN	10
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NT_MAX_TRACED);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* parent tgid */
+} traced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NT_MAX_CONNS);
+	__type(key, __u64); /* struct sock * */
+	__type(value, struct nt_conn);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NT_STAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* kprobe mode: the sock argument of an in-flight tcp_sendmsg/tcp_recvmsg, by thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, __u64);
+} inflight SEC(".maps");
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1; /* per-CPU slot: no other writer */
+}
+
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
+}
+
+static __always_inline void read_tuple(const struct sock *sk, struct nt_tuple *t)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	t->family = family;
+	t->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	t->dport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (family == AF_INET) {
+		__u32 s = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+		__u32 d = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+
+		__builtin_memcpy(t->saddr, &s, 4);
+		__builtin_memcpy(t->daddr, &d, 4);
+	} else {
+		BPF_CORE_READ_INTO(&t->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&t->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	}
+}
+
+static __always_inline bool sk_is_tcp(const struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	if (family != AF_INET && family != AF_INET6)
+		return false;
+	/* sk_protocol was a bitfield before 5.6; the probed read handles both layouts */
+	return BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+static __always_inline __u64 sk_inode(const struct sock *sk)
+{
+	struct socket *sock = BPF_CORE_READ(sk, sk_socket);
+	struct socket_alloc *sa;
+
+	if (!sock)
+		return 0;
+	/* the socket and its inode are allocated together (SOCK_INODE) */
+	sa = container_of(sock, struct socket_alloc, socket);
+	return BPF_CORE_READ(sa, vfs_inode.i_ino);
+}
+
+static __always_inline void read_tcp_figures(const struct sock *sk, struct nt_conn *c)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	__u32 write_seq = BPF_CORE_READ(tp, write_seq);
+	__u32 snd_una = BPF_CORE_READ(tp, snd_una);
+	__u32 rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
+	__u32 copied_seq = BPF_CORE_READ(tp, copied_seq);
+
+	c->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+	c->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	c->snd_wnd = BPF_CORE_READ(tp, snd_wnd);
+	c->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
+	c->send_q = write_seq - snd_una;
+	c->recv_q = rcv_nxt - copied_seq;
+}
+
+static __always_inline struct nt_conn *conn_create(const struct sock *sk, __u64 pid_tgid, __u64 now,
+						   __u32 flags)
+{
+	__u64 key = (__u64)sk;
+	struct nt_conn c = {};
+	struct nt_conn *cp;
+
+	read_tuple(sk, &c.t);
+	c.tgid = pid_tgid >> 32;
+	c.tid = (__u32)pid_tgid;
+	c.ino = sk_inode(sk);
+	c.first_ns = now;
+	c.state_ns = now;
+	c.state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	c.flags = flags;
+	if (bpf_map_update_elem(&conns, &key, &c, BPF_NOEXIST) &&
+	    bpf_map_lookup_elem(&conns, &key) == NULL) {
+		stat_inc(NT_STAT_CONN_FULL);
+		return NULL;
+	}
+	cp = bpf_map_lookup_elem(&conns, &key);
+	return cp;
+}
+
+/* One body for every attach mode: a send or receive call on sk returned ret. */
+static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 key = (__u64)sk;
+	struct nt_conn *c;
+	__u64 now;
+
+	if (!tgid_traced(pid_tgid >> 32))
+		return;
+	c = bpf_map_lookup_elem(&conns, &key);
+	now = bpf_ktime_get_ns();
+	if (!c) {
+		if (!sk_is_tcp(sk))
+			return;
+		c = conn_create(sk, pid_tgid, now, 0);
+		if (!c)
+			return;
+	}
+	c->tgid = pid_tgid >> 32;
+	c->tid = (__u32)pid_tgid;
+	if (send) {
+		stat_inc(NT_STAT_SEND_EVENTS);
+		__sync_fetch_and_add(&c->send_calls, 1);
+		c->last_send_try_ns = now;
+		if (ret > 0) {
+			__sync_fetch_and_add(&c->bytes_sent, ret);
+			c->last_send_ns = now;
+		} else if (ret == -EAGAIN) {
+			__sync_fetch_and_add(&c->send_eagain, 1);
+			c->last_eagain_ns = now;
+			return; /* the spin path stays minimal */
+		} else if (ret < 0) {
+			__sync_fetch_and_add(&c->send_err, 1);
+			c->last_err = ret;
+		}
+	} else {
+		stat_inc(NT_STAT_RECV_EVENTS);
+		__sync_fetch_and_add(&c->recv_calls, 1);
+		c->last_recv_try_ns = now;
+		if (ret > 0) {
+			__sync_fetch_and_add(&c->bytes_recv, ret);
+			c->last_recv_ns = now;
+		} else if (ret == -EAGAIN) {
+			__sync_fetch_and_add(&c->recv_eagain, 1);
+			c->last_eagain_ns = now;
+			return;
+		} else if (ret == 0) {
+			__sync_fetch_and_add(&c->recv_eof, 1);
+		} else {
+			__sync_fetch_and_add(&c->recv_err, 1);
+			c->last_err = ret;
+		}
+	}
+	if (c->t.sport == 0 || c->t.dport == 0)
+		read_tuple(sk, &c->t);
+	if (!c->ino)
+		c->ino = sk_inode(sk);
+	read_tcp_figures(sk, c);
+}
+
+/* --- tracepoint mode: raw tracepoints need no tracefs mount --- */
+
+SEC("raw_tp/sock_send_length")
+int BPF_PROG(nt_tp_send, struct sock *sk, int ret, int flags)
+{
+	on_xfer(sk, ret, true);
+	return 0;
+}
+
+SEC("raw_tp/sock_recv_length")
+int BPF_PROG(nt_tp_recv, struct sock *sk, int ret, int flags)
+{
+	on_xfer(sk, ret, false);
+	return 0;
+}
+
+/* --- fentry mode --- */
+
+SEC("fexit/tcp_sendmsg")
+int BPF_PROG(nt_fexit_send, struct sock *sk, struct msghdr *msg, size_t size, int ret)
+{
+	on_xfer(sk, ret, true);
+	return 0;
+}
+
+SEC("fexit/tcp_recvmsg")
+int BPF_PROG(nt_fexit_recv, struct sock *sk, struct msghdr *msg, size_t len, int flags,
+	     int *addr_len, int ret)
+{
+	on_xfer(sk, ret, false);
+	return 0;
+}
+
+/* --- kprobe mode --- */
+
+static __always_inline void inflight_save(struct sock *sk)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 v = (__u64)sk;
+
+	if (!tgid_traced(id >> 32))
+		return;
+	bpf_map_update_elem(&inflight, &id, &v, BPF_ANY);
+}
+
+static __always_inline void inflight_done(int ret, bool send)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 *skp = bpf_map_lookup_elem(&inflight, &id);
+
+	if (!skp)
+		return;
+	on_xfer((const struct sock *)*skp, ret, send);
+	bpf_map_delete_elem(&inflight, &id);
+}
+
+SEC("kprobe/tcp_sendmsg")
+int BPF_KPROBE(nt_kp_send, struct sock *sk)
+{
+	inflight_save(sk);
+	return 0;
+}
+
+SEC("kretprobe/tcp_sendmsg")
+int BPF_KRETPROBE(nt_krp_send, int ret)
+{
+	inflight_done(ret, true);
+	return 0;
+}
+
+SEC("kprobe/tcp_recvmsg")
+int BPF_KPROBE(nt_kp_recv, struct sock *sk)
+{
+	inflight_save(sk);
+	return 0;
+}
+
+SEC("kretprobe/tcp_recvmsg")
+int BPF_KRETPROBE(nt_krp_recv, int ret)
+{
+	inflight_done(ret, false);
+	return 0;
+}
+
+/* --- connection state, retransmits, resets, ACK-driven figures (all modes) --- */
+
+static __always_inline void emit_conn(__u16 type, __u64 sk, __u32 oldstate, __u32 newstate,
+				      const struct nt_conn *c)
+{
+	struct nt_ev_conn *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(NT_STAT_RB_DROP);
+		return;
+	}
+	e->h.type = type;
+	e->h.size = sizeof(*e);
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.ts_ns = bpf_ktime_get_ns();
+	e->sk = sk;
+	e->oldstate = oldstate;
+	e->newstate = newstate;
+	e->retrans_state = c->state;
+	e->pad = 0;
+	__builtin_memcpy(&e->c, c, sizeof(*c));
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("raw_tp/inet_sock_set_state")
+int BPF_PROG(nt_set_state, const struct sock *sk, int oldstate, int newstate)
+{
+	__u64 key = (__u64)sk;
+	struct nt_conn *c;
+	__u64 now;
+
+	if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
+	now = bpf_ktime_get_ns();
+	if (!c) {
+		/*
+		 * connect() and listen() run in the caller's context, so the owner is known.
+		 * Accepted sockets become established in softirq: they join at their first
+		 * send or receive instead.
+		 */
+		__u64 id = bpf_get_current_pid_tgid();
+
+		if (newstate != TCP_SYN_SENT && newstate != TCP_LISTEN)
+			return 0;
+		if (!tgid_traced(id >> 32))
+			return 0;
+		c = conn_create(sk, id, now,
+				newstate == TCP_LISTEN ? NT_CONN_LISTENER : NT_CONN_ACTIVE);
+		if (!c)
+			return 0;
+	} else if (oldstate == TCP_CLOSE && newstate == TCP_SYN_SENT) {
+		/* a struct sock reused for a new connection: start afresh */
+		__u64 id = bpf_get_current_pid_tgid();
+		struct nt_conn fresh = {};
+
+		read_tuple(sk, &fresh.t);
+		fresh.tgid = id >> 32;
+		fresh.tid = (__u32)id;
+		fresh.ino = sk_inode(sk);
+		fresh.first_ns = now;
+		fresh.flags = NT_CONN_ACTIVE;
+		__builtin_memcpy(c, &fresh, sizeof(fresh));
+	}
+	stat_inc(NT_STAT_STATE_EVENTS);
+	c->state = newstate;
+	c->state_ns = now;
+	read_tuple(sk, &c->t);
+	emit_conn(NT_EV_CONN_STATE, key, oldstate, newstate, c);
+	if (newstate == TCP_CLOSE)
+		bpf_map_delete_elem(&conns, &key); /* final counters travelled with the event */
+	return 0;
+}
+
+SEC("raw_tp/tcp_retransmit_skb")
+int BPF_PROG(nt_retrans, const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct nt_conn *c = bpf_map_lookup_elem(&conns, &key);
+	__u32 state;
+
+	if (!c)
+		return 0;
+	state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	__sync_fetch_and_add(&c->retrans, 1);
+	if (state == TCP_SYN_SENT)
+		__sync_fetch_and_add(&c->syn_retrans, 1);
+	c->state = state;
+	emit_conn(NT_EV_RETRANS, key, state, state, c);
+	return 0;
+}
+
+SEC("raw_tp/tcp_receive_reset")
+int BPF_PROG(nt_reset, const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct nt_conn *c = bpf_map_lookup_elem(&conns, &key);
+
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->resets, 1);
+	emit_conn(NT_EV_RESET, key, c->state, c->state, c);
+	return 0;
+}
+
+SEC("raw_tp/tcp_probe")
+int BPF_PROG(nt_tcp_probe, const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct nt_conn *c = bpf_map_lookup_elem(&conns, &key);
+
+	if (!c)
+		return 0;
+	stat_inc(NT_STAT_PROBE_EVENTS);
+	read_tcp_figures(sk, c);
+	return 0;
+}
+
+/* --- the traced process tree --- */
+
+static __always_inline void emit_proc(__u16 type, __u32 pid, __u32 ppid, __u32 tid, int code,
+				      struct task_struct *task)
+{
+	struct nt_ev_proc *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(NT_STAT_RB_DROP);
+		return;
+	}
+	e->h.type = type;
+	e->h.size = sizeof(*e);
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.ts_ns = bpf_ktime_get_ns();
+	e->pid = pid;
+	e->ppid = ppid;
+	e->tid = tid;
+	e->exit_code = code;
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("raw_tp/sched_process_fork")
+int BPF_PROG(nt_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+
+	if (ptgid == ctgid || !tgid_traced(ptgid))
+		return 0; /* a new thread, or not ours */
+	if (bpf_map_update_elem(&traced, &ctgid, &ptgid, BPF_ANY)) {
+		stat_inc(NT_STAT_TRACED_FULL);
+		return 0;
+	}
+	emit_proc(NT_EV_FORK, ctgid, ptgid, BPF_CORE_READ(child, pid), 0, child);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(nt_exec, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 *ppid = bpf_map_lookup_elem(&traced, &tgid);
+
+	if (!ppid)
+		return 0;
+	emit_proc(NT_EV_EXEC, tgid, *ppid, BPF_CORE_READ(task, pid), 0, task);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(nt_exit, struct task_struct *task)
+{
+	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 *ppid = bpf_map_lookup_elem(&traced, &tgid);
+	__u32 parent;
+	int code;
+
+	if (!ppid)
+		return 0;
+	/* signal->live is decremented before the tracepoint: 0 means the last thread is going */
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	parent = *ppid;
+	code = BPF_CORE_READ(task, exit_code);
+	if (BPF_CORE_READ(task, signal, flags) & 0x4 /* SIGNAL_GROUP_EXIT */)
+		code = BPF_CORE_READ(task, signal, group_exit_code);
+	bpf_map_delete_elem(&traced, &tgid);
+	emit_proc(NT_EV_EXIT, tgid, parent, BPF_CORE_READ(task, pid), code, task);
+	return 0;
+}

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+const char cli_main_help[] =
+	"Usage: nccltrace COMMAND [OPTIONS]\n"
+	"\n"
+	"Find out why a multi-process (NCCL) job is stuck, from outside the job.\n"
+	"\n"
+	"Commands:\n"
+	"  run [OPTIONS] -- CMD [ARGS...]   run CMD as the invoking user and trace it\n"
+	"  report [--json] DUMP             summarise a trace dump\n"
+	"  version                          print the version\n"
+	"\n"
+	"Examples:\n"
+	"  sudo nccltrace run -- torchrun --nproc_per_node=8 train.py\n"
+	"  sudo nccltrace run --stall-threshold 3 -- ./build/ringjob --ranks 4 --stall-rank 1\n"
+	"  nccltrace report --json nccltrace-myhost-20261129-120000.jsonl\n"
+	"\n"
+	"'nccltrace COMMAND --help' describes a command.\n";
+
+const char cli_run_help[] =
+	"Usage: nccltrace run [OPTIONS] -- CMD [ARGS...]\n"
+	"\n"
+	"Start CMD as the invoking user (SUDO_UID/SUDO_GID, or --user), follow it and every "
+	"process\n"
+	"it starts, account their TCP connections in the kernel, and name the process the others\n"
+	"wait on when progress stops. Findings are printed on stderr and written to the trace "
+	"dump.\n"
+	"Exits with CMD's status (128+N if a signal N killed it); 64-78 for nccltrace's own "
+	"errors.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --dump PATH            trace dump (JSON Lines); default "
+	"nccltrace-HOST-DATE-TIME.jsonl\n"
+	"  -t, --stall-threshold SEC  no progress for this long is a stall (default 5)\n"
+	"      --no-tui               plain output (the only mode so far)\n"
+	"  -u, --user NAME            run CMD as NAME (default: the sudo caller)\n"
+	"      --attach-mode MODE     auto (default), fentry, kprobe or tracepoint\n"
+	"  -v, --verbose              more detail (-vv: libbpf debug output)\n"
+	"  -h, --help                 this help\n"
+	"\n"
+	"Examples:\n"
+	"  sudo nccltrace run -- torchrun --nproc_per_node=8 train.py\n"
+	"  sudo nccltrace run -v -t 3 --dump /tmp/ring.jsonl -- ./build/ringjob --ranks 4 \\\n"
+	"      --duration 12 --stall-rank 1 --stall-after 3 --stall-for 6\n";
+
+const char cli_report_help[] =
+	"Usage: nccltrace report [--json] DUMP\n"
+	"\n"
+	"Summarise a trace dump written by 'nccltrace run': the findings with their evidence.\n"
+	"\n"
+	"Options:\n"
+	"  --json      print {\"findings\":[...]} (kind, rank, peer_rank, phase, since_s,\n"
+	"              summary, evidence, settings)\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"Example:\n"
+	"  nccltrace report --json /tmp/ring.jsonl\n";
+
+int cli_parse_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end != '\0' || !isfinite(v) || v <= 0 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+const char *cli_mode_name(enum nt_attach_mode m)
+{
+	switch (m) {
+	case NT_MODE_FENTRY:
+		return "fentry";
+	case NT_MODE_KPROBE:
+		return "kprobe";
+	case NT_MODE_TRACEPOINT:
+		return "tracepoint";
+	default:
+		return "auto";
+	}
+}
+
+static int parse_mode(const char *s, enum nt_attach_mode *m)
+{
+	for (int i = NT_MODE_AUTO; i <= NT_MODE_TRACEPOINT; i++) {
+		if (strcmp(s, cli_mode_name(i)) == 0) {
+			*m = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* getopt's own messages are replaced by one line in err: silence it and name the option. */
+static void bad_option(int c, int argc, char **argv, char *err, size_t errlen)
+{
+	const char *arg = optind - 1 < argc ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		snprintf(err, errlen, "option '%s' needs a value", arg);
+	else if (optopt)
+		snprintf(err, errlen, "unknown option '-%c'", optopt);
+	else
+		snprintf(err, errlen, "unknown option '%s'", arg);
+}
+
+int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t errlen)
+{
+	enum { OPT_NO_TUI = 256, OPT_MODE };
+	static const struct option longopts[] = {
+		{"dump", required_argument, NULL, 'o'},
+		{"stall-threshold", required_argument, NULL, 't'},
+		{"no-tui", no_argument, NULL, OPT_NO_TUI},
+		{"user", required_argument, NULL, 'u'},
+		{"attach-mode", required_argument, NULL, OPT_MODE},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->stall_threshold_s = 5;
+	optind = 0; /* glibc: full reinitialisation, so repeated calls (tests) work */
+	opterr = 0;
+	/* '+': stop at the first non-option, so CMD's own options pass through untouched */
+	while ((c = getopt_long(argc, argv, "+:o:t:u:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (!*optarg) {
+				snprintf(err, errlen, "--dump needs a non-empty path");
+				return -1;
+			}
+			o->dump_path = optarg;
+			break;
+		case 't':
+			if (cli_parse_seconds(optarg, 86400, &o->stall_threshold_s)) {
+				snprintf(err, errlen,
+					 "--stall-threshold '%s': expected seconds, > 0 and <= "
+					 "86400",
+					 optarg);
+				return -1;
+			}
+			break;
+		case OPT_NO_TUI:
+			o->no_tui = true;
+			break;
+		case 'u':
+			o->user = optarg;
+			break;
+		case OPT_MODE:
+			if (parse_mode(optarg, &o->mode)) {
+				snprintf(err, errlen,
+					 "--attach-mode '%s': expected auto, fentry, kprobe or "
+					 "tracepoint",
+					 optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		default:
+			bad_option(c, argc, argv, err, errlen);
+			return -1;
+		}
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--") != 0 && argv[optind][0] == '-') {
+		snprintf(err, errlen, "unknown option '%s'", argv[optind]);
+		return -1;
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen,
+			 "no command to run (usage: nccltrace run [OPTIONS] -- CMD [ARGS...])");
+		return -1;
+	}
+	o->cmd = &argv[optind];
+	o->ncmd = argc - optind;
+	return 0;
+}
+
+int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, size_t errlen)
+{
+	enum { OPT_JSON = 256 };
+	static const struct option longopts[] = {
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, 'h'},
+		{},
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_JSON:
+			o->json = true;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		default:
+			bad_option(c, argc, argv, err, errlen);
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		snprintf(err, errlen, "no dump given (usage: nccltrace report [--json] DUMP)");
+		return -1;
+	}
+	if (argc - optind > 1) {
+		snprintf(err, errlen, "one dump at a time (got '%s' and '%s')", argv[optind],
+			 argv[optind + 1]);
+		return -1;
+	}
+	o->path = argv[optind];
+	return 0;
+}

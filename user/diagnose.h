@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The diagnosis: a pure function from a snapshot (and config) to findings. No I/O, no globals,
+ * so the unit tests drive it with synthetic snapshots.
+ */
+#ifndef NT_DIAGNOSE_H
+#define NT_DIAGNOSE_H
+
+#include "snapshot.h"
+
+#define DIAG_MAX_EVIDENCE 8
+#define DIAG_MAX_WAITERS  16
+
+enum finding_kind {
+	FINDING_STALL = 0,
+	FINDING_RING_SETUP_BLOCKED,
+	FINDING_INIT_BLOCKED,
+	FINDING_COLLECTIVE_MISMATCH,
+	FINDING_PEER_DEAD,
+	FINDING_PEER_STOPPED,
+	FINDING_STRAGGLER,
+	FINDING_CONN_ERROR,
+	FINDING_IB_ERROR,
+	FINDING_CONFIG,
+	FINDING_KIND_MAX,
+};
+
+struct diag_config {
+	uint64_t stall_threshold_ns;
+	/* a connection whose owner called send/recv within this window is still being tried */
+	uint64_t active_window_ns;
+};
+
+struct finding {
+	enum finding_kind kind;
+	char key[96];	   /* identity across snapshots: kind and culprit (pid or address) */
+	int pid;	   /* the culprit process (0 for an address nobody answers) */
+	int rank;	   /* its rank, -1 if none */
+	int peer_pid;	   /* the process waiting on it the longest, 0 if none */
+	int peer_rank;	   /* its rank, -1 if none */
+	int conn;	   /* index in the snapshot's conns: what the longest waiter waits on, -1 */
+	uint64_t since_ns; /* when the waiting started (oldest last progress) */
+	char phase[64];
+	char summary[320];
+	char evidence[DIAG_MAX_EVIDENCE][200];
+	int nevidence;
+	int waiters[DIAG_MAX_WAITERS]; /* pids that wait on the culprit, directly or not */
+	int nwaiters;
+};
+
+const char *finding_kind_name(enum finding_kind k);
+int finding_kind_parse(const char *s); /* -1 if unknown */
+
+/* Fills up to max findings; returns how many. */
+int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct finding *out, int max);
+
+/*
+ * Which connection, if any, the process pid waits on: no byte progress on any of its
+ * connections for longer than the threshold while it keeps trying one of them. Returns the
+ * index in s->conns or -1.
+ */
+int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cfg, int pid);
+
+#endif /* NT_DIAGNOSE_H */

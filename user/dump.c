@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "dump.h"
+#include "nccltrace.h"
+
+struct dump {
+	int fd;
+	char *path;
+};
+
+int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out)
+{
+	struct dump *d;
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0640);
+	if (fd < 0)
+		return -errno;
+	if (chown && fchown(fd, uid, gid)) {
+		err = -errno;
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	d->fd = fd;
+	*out = d;
+	return 0;
+}
+
+int dump__write(struct dump *d, json_t *rec)
+{
+	char *s = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
+	size_t len, off = 0;
+	int err = 0;
+
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
+	while (off < len + 1) {
+		ssize_t n = write(d->fd, s + off, len + 1 - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		off += n;
+	}
+	free(s);
+	return err;
+}
+
+const char *dump__path(const struct dump *d)
+{
+	return d->path;
+}
+
+void dump__close(struct dump *d)
+{
+	if (!d)
+		return;
+	fsync(d->fd);
+	close(d->fd);
+	free(d->path);
+	free(d);
+}
+
+void dump_default_name(char *buf, size_t len, const char *host, time_t now)
+{
+	struct tm tm;
+	char ts[32];
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, len, "nccltrace-%s-%s.jsonl", host, ts);
+}
+
+int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
+	      size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, rc = 0;
+
+	err[0] = '\0';
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		json_error_t je;
+		json_t *rec;
+
+		lineno++;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = '\0';
+		else if (n > 0) {
+			snprintf(err, errlen,
+				 "%s:%d: truncated record (no end of line): the dump was cut short",
+				 path, lineno);
+			rc = -1;
+			break;
+		}
+		if (n == 0)
+			continue;
+		if (memchr(line, '\0', n)) {
+			snprintf(err, errlen, "%s:%d: binary data, not a JSON record", path,
+				 lineno);
+			rc = -1;
+			break;
+		}
+		rec = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
+		if (!rec || !json_is_object(rec)) {
+			snprintf(err, errlen, "%s:%d: not a JSON object%s%s", path, lineno,
+				 rec ? "" : ": ", rec ? "" : je.text);
+			json_decref(rec);
+			rc = -1;
+			break;
+		}
+		if (lineno == 1) {
+			json_t *v = json_object_get(rec, "nccltrace");
+
+			if (!json_is_integer(v)) {
+				snprintf(err, errlen, "%s:1: not an nccltrace dump (no header)",
+					 path);
+				json_decref(rec);
+				rc = -1;
+				break;
+			}
+			if (json_integer_value(v) > NT_DUMP_FORMAT) {
+				snprintf(err, errlen,
+					 "%s:1: dump format %lld is newer than this nccltrace "
+					 "reads (%d)",
+					 path, (long long)json_integer_value(v), NT_DUMP_FORMAT);
+				json_decref(rec);
+				rc = -1;
+				break;
+			}
+		}
+		rc = fn(ctx, rec, lineno);
+		json_decref(rec);
+		if (rc) {
+			if (!err[0])
+				snprintf(err, errlen, "%s:%d: invalid record", path, lineno);
+			rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && lineno == 0) {
+		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}

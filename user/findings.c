@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <stdlib.h>
+#include <string.h>
+#include "findings.h"
+
+void findings_init(struct findings *fs, uint64_t close_after_ns, uint64_t update_every_ns)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->next_id = 1;
+	fs->close_after_ns = close_after_ns;
+	fs->update_every_ns = update_every_ns;
+}
+
+void findings_free(struct findings *fs)
+{
+	free(fs->v);
+	memset(fs, 0, sizeof(*fs));
+}
+
+const char *finding_event_name(enum finding_event ev)
+{
+	return ev == FINDING_OPEN ? "open" : ev == FINDING_UPDATE ? "update" : "close";
+}
+
+static struct tracked_finding *find_open(struct findings *fs, const char *key)
+{
+	for (int i = 0; i < fs->n; i++)
+		if (fs->v[i].open && strcmp(fs->v[i].f.key, key) == 0)
+			return &fs->v[i];
+	return NULL;
+}
+
+void findings_update(struct findings *fs, const struct finding *cur, int n, uint64_t now,
+		     finding_cb cb, void *ctx)
+{
+	for (int i = 0; i < n; i++) {
+		struct tracked_finding *t = find_open(fs, cur[i].key);
+
+		if (t) {
+			uint64_t since = t->f.since_ns;
+
+			t->f = cur[i];
+			/* the start of a condition does not move while it lasts */
+			if (since && since < t->f.since_ns)
+				t->f.since_ns = since;
+			t->last_seen_ns = now;
+			if (now - t->last_told_ns >= fs->update_every_ns) {
+				t->last_told_ns = now;
+				cb(ctx, FINDING_UPDATE, t);
+			}
+			continue;
+		}
+		if (fs->n == fs->cap) {
+			int cap = fs->cap ? fs->cap * 2 : 16;
+			struct tracked_finding *nv = realloc(fs->v, cap * sizeof(*nv));
+
+			if (!nv)
+				return;
+			fs->v = nv;
+			fs->cap = cap;
+		}
+		t = &fs->v[fs->n++];
+		memset(t, 0, sizeof(*t));
+		t->id = fs->next_id++;
+		t->open = true;
+		t->opened_ns = now;
+		t->last_seen_ns = now;
+		t->last_told_ns = now;
+		t->f = cur[i];
+		cb(ctx, FINDING_OPEN, t);
+	}
+	for (int i = 0; i < fs->n; i++) {
+		struct tracked_finding *t = &fs->v[i];
+
+		if (t->open && now - t->last_seen_ns >= fs->close_after_ns) {
+			t->open = false;
+			cb(ctx, FINDING_CLOSE, t);
+		}
+	}
+}
+
+void findings_close_all(struct findings *fs, uint64_t now, finding_cb cb, void *ctx)
+{
+	(void)now;
+	for (int i = 0; i < fs->n; i++) {
+		if (fs->v[i].open) {
+			fs->v[i].open = false;
+			cb(ctx, FINDING_CLOSE, &fs->v[i]);
+		}
+	}
+}
+
+int findings_open_count(const struct findings *fs)
+{
+	int n = 0;
+
+	for (int i = 0; i < fs->n; i++)
+		n += fs->v[i].open;
+	return n;
+}
+
+static json_t *int_or_null(int v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, uint64_t now,
+			const char *conn, json_t *settings)
+{
+	const struct finding *f = &t->f;
+	uint64_t end = ev == FINDING_CLOSE ? t->last_seen_ns : now;
+	json_t *o = json_object(), *evd = json_array(), *w = json_array();
+
+	for (int i = 0; i < f->nevidence; i++)
+		json_array_append_new(evd, json_string(f->evidence[i]));
+	for (int i = 0; i < f->nwaiters; i++)
+		json_array_append_new(w, json_integer(f->waiters[i]));
+	json_object_set_new(o, "type", json_string("finding"));
+	json_object_set_new(o, "event", json_string(finding_event_name(ev)));
+	json_object_set_new(o, "id", json_integer(t->id));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now));
+	json_object_set_new(o, "kind", json_string(finding_kind_name(f->kind)));
+	json_object_set_new(o, "rank", int_or_null(f->rank));
+	json_object_set_new(o, "pid", f->pid > 0 ? json_integer(f->pid) : json_null());
+	json_object_set_new(o, "peer_rank", int_or_null(f->peer_rank));
+	json_object_set_new(o, "peer_pid",
+			    f->peer_pid > 0 ? json_integer(f->peer_pid) : json_null());
+	json_object_set_new(o, "phase", json_string(f->phase));
+	json_object_set_new(o, "since_s",
+			    json_real(end > f->since_ns ? (double)(end - f->since_ns) / 1e9 : 0));
+	json_object_set_new(o, "opened_ns", json_integer((json_int_t)t->opened_ns));
+	json_object_set_new(o, "summary", json_string(f->summary));
+	json_object_set_new(o, "evidence", evd);
+	json_object_set_new(o, "settings", settings ? settings : json_object());
+	json_object_set_new(o, "waiters", w);
+	json_object_set_new(o, "conn", conn ? json_string(conn) : json_null());
+	return o;
+}

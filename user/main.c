@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "report.h"
+#include "run.h"
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		fputs(cli_main_help, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "run"))
+		return run_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		fputs(cli_main_help, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("nccltrace %s\n", NT_VERSION);
+		return 0;
+	}
+	fprintf(stderr, "nccltrace: unknown command '%s' (try 'nccltrace --help')\n", cmd);
+	return EXIT_USAGE;
+}

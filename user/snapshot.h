@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A snapshot of the traced job: plain data, built by the engine from the BPF maps, the ring
+ * buffer and /proc, consumed by the pure parts (diagnose, dump, report). Times are
+ * CLOCK_MONOTONIC nanoseconds, like bpf_ktime_get_ns().
+ */
+#ifndef NT_SNAPSHOT_H
+#define NT_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "nccltrace.h"
+
+#define NT_NSEC_PER_SEC 1000000000ULL
+
+/* What a thread is blocked in, from /proc/PID/task/TID/syscall. */
+enum snap_block {
+	SNAP_BLOCK_NONE = 0,
+	SNAP_BLOCK_SEND,
+	SNAP_BLOCK_RECV,
+	SNAP_BLOCK_CONNECT,
+	SNAP_BLOCK_ACCEPT,
+	SNAP_BLOCK_POLL,
+};
+
+struct snap_proc {
+	int pid;
+	int ppid;
+	int rank; /* -1: no rank in its environment */
+	int local_rank;
+	int world_size;
+	char comm[NT_COMM_LEN];
+	char state; /* /proc/PID/stat state: R S D T t Z; 'X' once it exited */
+	bool exited;
+	int exit_status; /* wait(2) status */
+	uint64_t exit_ns;
+	uint64_t cpu_ns;      /* utime+stime */
+	uint64_t cpu_busy_ns; /* CPU time used over the last second */
+	char where[32];	      /* syscall the main thread sits in, "" when running */
+};
+
+struct snap_conn {
+	uint64_t id; /* kernel struct sock address */
+	struct nt_conn c;
+	int pid;      /* owner tgid */
+	int peer_pid; /* traced process on the other end, -1 if none or unknown */
+	bool closed;  /* seen going to CLOSE */
+	uint64_t closed_ns;
+	int blocked_tid; /* a thread blocked in a call on this socket, 0 if none */
+	enum snap_block blocked;
+	uint64_t blocked_since_ns;
+};
+
+struct snapshot {
+	uint64_t now_ns;
+	struct snap_proc *procs;
+	int nprocs;
+	struct snap_conn *conns;
+	int nconns;
+};
+
+/* Lookups by pid; NULL when absent. */
+const struct snap_proc *snapshot_proc(const struct snapshot *s, int pid);
+
+/* "rank 2 (pid 4711)" or "pid 4711 (python3)" */
+void snap_proc_name(const struct snap_proc *p, int pid, char *buf, size_t len);
+
+#endif /* NT_SNAPSHOT_H */

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cli.h"
+#include "log.h"
+#include "sock.skel.h"
+#include "tracer.h"
+
+struct tracer {
+	struct sock_bpf *skel;
+	struct ring_buffer *rb;
+	enum nt_attach_mode mode;
+	char notes[512];
+	char missing[256];
+	int ncpus;
+	tracer_event_fn on_event;
+	void *ctx;
+	struct bpf_link *links[24];
+	int nlinks;
+};
+
+/* The last libbpf warning, so a failed load can say why in one line. */
+static char libbpf_last[256];
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	size_t n;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n && (line[n - 1] == '\n' || line[n - 1] == ' '))
+		line[--n] = '\0';
+	/* the first warning names the cause; later ones only say the load failed */
+	if (level == LIBBPF_WARN && n && !libbpf_last[0])
+		snprintf(libbpf_last, sizeof(libbpf_last), "%s", line);
+	if (log_level() >= LOG_DEBUG || (level == LIBBPF_WARN && log_level() >= LOG_INFO + 1))
+		fprintf(stderr, "libbpf: %s\n", line);
+	return 0;
+}
+
+static int handle_event(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+
+	if (size < sizeof(struct nt_ev_hdr))
+		return 0;
+	return t->on_event ? t->on_event(t->ctx, data, size) : 0;
+}
+
+static void set_mode_autoload(struct sock_bpf *s, enum nt_attach_mode m)
+{
+	bpf_program__set_autoload(s->progs.nt_fexit_send, m == NT_MODE_FENTRY);
+	bpf_program__set_autoload(s->progs.nt_fexit_recv, m == NT_MODE_FENTRY);
+	bpf_program__set_autoload(s->progs.nt_kp_send, m == NT_MODE_KPROBE);
+	bpf_program__set_autoload(s->progs.nt_krp_send, m == NT_MODE_KPROBE);
+	bpf_program__set_autoload(s->progs.nt_kp_recv, m == NT_MODE_KPROBE);
+	bpf_program__set_autoload(s->progs.nt_krp_recv, m == NT_MODE_KPROBE);
+	bpf_program__set_autoload(s->progs.nt_tp_send, m == NT_MODE_TRACEPOINT);
+	bpf_program__set_autoload(s->progs.nt_tp_recv, m == NT_MODE_TRACEPOINT);
+	/* the inflight map only serves the kprobe pair */
+	bpf_map__set_max_entries(s->maps.inflight, m == NT_MODE_KPROBE ? 16384 : 1);
+}
+
+/* Links are file descriptors: if nccltrace dies, the kernel detaches everything. */
+static int attach_prog(struct tracer *t, struct bpf_program *p, const char *raw_tp)
+{
+	struct bpf_link *l;
+
+	if (t->nlinks == (int)(sizeof(t->links) / sizeof(t->links[0])))
+		return -E2BIG;
+	if (raw_tp)
+		l = bpf_program__attach_raw_tracepoint(p, raw_tp);
+	else
+		l = bpf_program__attach(p);
+	if (!l)
+		return -errno;
+	t->links[t->nlinks++] = l;
+	return 0;
+}
+
+static void detach_all(struct tracer *t)
+{
+	while (t->nlinks > 0)
+		bpf_link__destroy(t->links[--t->nlinks]);
+}
+
+/* Required hooks: send/receive for the mode, plus the process-tree tracepoints. */
+static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
+{
+	struct sock_bpf *s = t->skel;
+	struct {
+		struct bpf_program *p;
+		const char *tp;
+	} req[] = {
+		{s->progs.nt_fork, "sched_process_fork"},
+		{s->progs.nt_exec, "sched_process_exec"},
+		{s->progs.nt_exit, "sched_process_exit"},
+		{s->progs.nt_set_state, "inet_sock_set_state"},
+		{m == NT_MODE_FENTRY   ? s->progs.nt_fexit_send
+		 : m == NT_MODE_KPROBE ? s->progs.nt_kp_send
+				       : s->progs.nt_tp_send,
+		 m == NT_MODE_TRACEPOINT ? "sock_send_length" : NULL},
+		{m == NT_MODE_FENTRY   ? s->progs.nt_fexit_recv
+		 : m == NT_MODE_KPROBE ? s->progs.nt_kp_recv
+				       : s->progs.nt_tp_recv,
+		 m == NT_MODE_TRACEPOINT ? "sock_recv_length" : NULL},
+		{m == NT_MODE_KPROBE ? s->progs.nt_krp_send : NULL, NULL},
+		{m == NT_MODE_KPROBE ? s->progs.nt_krp_recv : NULL, NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
+		int err;
+
+		if (!req[i].p)
+			continue;
+		err = attach_prog(t, req[i].p, req[i].tp);
+		if (err) {
+			snprintf(why, len, "cannot attach %s: %s", bpf_program__name(req[i].p),
+				 strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Optional hooks: their absence degrades a figure, never the trace. */
+static void attach_optional(struct tracer *t)
+{
+	struct sock_bpf *s = t->skel;
+	struct {
+		struct bpf_program *p;
+		const char *tp;
+	} opt[] = {
+		{s->progs.nt_retrans, "tcp_retransmit_skb"},
+		{s->progs.nt_reset, "tcp_receive_reset"},
+		{s->progs.nt_tcp_probe, "tcp_probe"},
+	};
+	size_t off = 0;
+
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+		if (attach_prog(t, opt[i].p, opt[i].tp) == 0)
+			continue;
+		off += snprintf(t->missing + off, sizeof(t->missing) - off, "%s%s", off ? ", " : "",
+				opt[i].tp);
+		if (off >= sizeof(t->missing))
+			break;
+	}
+}
+
+static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
+{
+	struct sock_bpf *s;
+	int err;
+
+	libbpf_last[0] = '\0';
+	s = sock_bpf__open();
+	if (!s) {
+		err = -errno;
+		snprintf(why, len, "cannot open BPF object: %s", strerror(-err));
+		return err;
+	}
+	set_mode_autoload(s, m);
+	err = sock_bpf__load(s);
+	if (err) {
+		snprintf(why, len, "cannot load BPF programs: %s%s%s", strerror(-err),
+			 libbpf_last[0] ? ": " : "", libbpf_last);
+		sock_bpf__destroy(s);
+		return err;
+	}
+	t->skel = s;
+	err = attach_required(t, m, why, len);
+	if (err) {
+		detach_all(t);
+		sock_bpf__destroy(s);
+		t->skel = NULL;
+		return err;
+	}
+	t->mode = m;
+	return 0;
+}
+
+int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err, size_t errlen)
+{
+	static const enum nt_attach_mode order[] = {NT_MODE_FENTRY, NT_MODE_KPROBE,
+						    NT_MODE_TRACEPOINT};
+	struct tracer *t = calloc(1, sizeof(*t));
+	char why[320] = "";
+	size_t noff = 0;
+	int rc = -ENOTSUP;
+
+	if (!t)
+		return -ENOMEM;
+	libbpf_set_print(libbpf_print);
+	t->on_event = opts->on_event;
+	t->ctx = opts->ctx;
+	t->ncpus = libbpf_num_possible_cpus();
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (opts->mode != NT_MODE_AUTO && opts->mode != order[i])
+			continue;
+		rc = try_mode(t, order[i], why, sizeof(why));
+		if (rc == 0)
+			break;
+		pr_debug("attach mode %s not usable: %s\n", cli_mode_name(order[i]), why);
+		noff += snprintf(t->notes + noff,
+				 noff < sizeof(t->notes) ? sizeof(t->notes) - noff : 0, "%s%s: %s",
+				 noff ? "; " : "", cli_mode_name(order[i]), why);
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s", why);
+		free(t);
+		return rc;
+	}
+	attach_optional(t);
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_event, t, NULL);
+	if (!t->rb) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot set up the ring buffer: %s", strerror(-rc));
+		tracer__close(t);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+void tracer__close(struct tracer *t)
+{
+	if (!t)
+		return;
+	ring_buffer__free(t->rb);
+	detach_all(t);
+	sock_bpf__destroy(t->skel);
+	free(t);
+}
+
+enum nt_attach_mode tracer__mode(const struct tracer *t)
+{
+	return t->mode;
+}
+
+const char *tracer__mode_notes(const struct tracer *t)
+{
+	return t->notes;
+}
+
+const char *tracer__missing_hooks(const struct tracer *t)
+{
+	return t->missing;
+}
+
+int tracer__track_pid(struct tracer *t, int pid)
+{
+	__u32 key = pid, val = getpid();
+
+	if (bpf_map__update_elem(t->skel->maps.traced, &key, sizeof(key), &val, sizeof(val),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tracer__ringbuf_fd(const struct tracer *t)
+{
+	return ring_buffer__epoll_fd(t->rb);
+}
+
+int tracer__poll(struct tracer *t)
+{
+	return ring_buffer__consume(t->rb);
+}
+
+int tracer__each_conn(struct tracer *t, int (*fn)(void *, uint64_t, const struct nt_conn *),
+		      void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.conns);
+	__u64 key, next;
+	struct nt_conn c;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &c))
+			continue; /* deleted meanwhile (closed) */
+		if (fn(ctx, key, &c))
+			break;
+	}
+	return 0;
+}
+
+int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX])
+{
+	int fd = bpf_map__fd(t->skel->maps.stats);
+	__u64 vals[t->ncpus > 0 ? t->ncpus : 1];
+
+	for (__u32 i = 0; i < NT_STAT_MAX; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(fd, &i, vals))
+			return -errno;
+		for (int c = 0; c < t->ncpus; c++)
+			out[i] += vals[c];
+	}
+	return 0;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The BPF side, seen from userspace: open -> configure -> load -> attach, with the attach mode
+ * for send/receive chosen by trying (fentry, then kprobe, then tracepoints), never by kernel
+ * version.
+ */
+#ifndef NT_TRACER_H
+#define NT_TRACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nccltrace.h"
+
+struct tracer;
+
+/* Called for every ring-buffer record; data starts with struct nt_ev_hdr. */
+typedef int (*tracer_event_fn)(void *ctx, const void *data, size_t size);
+
+struct tracer_opts {
+	enum nt_attach_mode mode; /* NT_MODE_AUTO: try them in order */
+	tracer_event_fn on_event;
+	void *ctx;
+};
+
+/* 0 or -errno; on failure, err holds one line saying what failed and why. */
+int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err, size_t errlen);
+void tracer__close(struct tracer *t);
+
+enum nt_attach_mode tracer__mode(const struct tracer *t);
+/* why the modes before the chosen one were not used, "" if none was tried */
+const char *tracer__mode_notes(const struct tracer *t);
+/* names of optional hooks that could not be attached, "" if all were */
+const char *tracer__missing_hooks(const struct tracer *t);
+
+int tracer__track_pid(struct tracer *t, int pid);
+int tracer__ringbuf_fd(const struct tracer *t);
+/* Consume pending ring-buffer records; returns how many or -errno. */
+int tracer__poll(struct tracer *t);
+
+/* Visit every tracked connection; stop early if fn returns non-zero. */
+int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const struct nt_conn *c),
+		      void *ctx);
+/* Sum of the per-CPU counters */
+int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX]);
+
+#endif /* NT_TRACER_H */

@@ -1,0 +1,32 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The job runs as the invoking user (SUDO_UID/SUDO_GID or --user), and the dump belongs to them.
+. "$(dirname "$0")/lib.sh"
+
+if ! why=$(bpf_usable); then
+	skip privs "BPF not usable here: $why"
+	exit 0
+fi
+NOBODY=$(id -u nobody)
+NOGROUP=$(id -g nobody)
+
+out=$(SUDO_UID=$NOBODY SUDO_GID=$NOGROUP SUDO_USER=nobody "$NT" run --dump "$TMP/sudo.jsonl" -- \
+	sh -c 'id -u; id -g; id -G' 2>/dev/null)
+check sudo_uid "job ran as $(echo $out)" -- test "$(echo $out)" = "$NOBODY $NOGROUP $NOGROUP"
+check sudo_dump_owner "dump owned by $(stat -c %u:%g "$TMP/sudo.jsonl")" -- \
+	test "$(stat -c %u:%g "$TMP/sudo.jsonl")" = "$NOBODY:$NOGROUP"
+check dump_mode "dump mode $(stat -c %a "$TMP/sudo.jsonl")" -- \
+	test "$(stat -c %a "$TMP/sudo.jsonl")" = 640
+# the job cannot get root back
+"$NT" run --user nobody --dump "$TMP/user.jsonl" -- sh -c 'exec 3>/etc/nccltrace-test-root' 2>/dev/null
+rc=$?
+check user_no_root "the job could write to /etc (exit $rc)" -- test $rc -ne 0 -a ! -e /etc/nccltrace-test-root
+rm -f /etc/nccltrace-test-root
+out=$("$NT" run --user nobody --dump "$TMP/user2.jsonl" -- id -un 2>/dev/null)
+check user_option "job ran as $out" -- test "$out" = nobody
+err=$("$NT" run --user no-such-user-x --dump "$TMP/u3.jsonl" -- true 2>&1)
+rc=$?
+check user_unknown "exit $rc ($err)" -- test $rc -eq 64
+# root without sudo stays root
+out=$(env -u SUDO_UID -u SUDO_GID "$NT" run --dump "$TMP/root.jsonl" -- id -u 2>/dev/null)
+check root_stays_root "job ran as uid $out" -- test "$out" = 0

@@ -60,8 +60,9 @@ int conns_map_peers(struct snap_conn *c, int n)
 			continue;
 		}
 		key_fill(&want, &c[i].c.t, true, 0);
+		/* a TCP self-connect (same address and port both ends) is its own other end */
 		hit = bsearch(&want, keys, m, sizeof(*keys), key_cmp);
-		if (hit && hit->idx != i)
+		if (hit)
 			c[i].peer_pid = c[hit->idx].pid;
 		if (c[i].peer_pid > 0)
 			mapped++;

@@ -135,43 +135,43 @@ struct culprit {
 	bool cycle;
 };
 
+/* The connection pid waits on, -1 if it does not wait. */
+static int proc_wait(const struct snapshot *s, const int *wait, int pid)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid)
+			return wait[i];
+	return -1;
+}
+
 static struct culprit follow(const struct snapshot *s, const int *wait, int start)
 {
-	int visited[64], nvisited = 0;
 	int cur = start;
 	struct culprit r = {.pid = start, .conn = -1};
 
-	for (;;) {
-		int pi = -1, ci;
+	/* each hop goes to a process of the snapshot: more hops than processes is a cycle */
+	for (int hops = 0; hops <= s->nprocs; hops++) {
+		int ci = proc_wait(s, wait, cur);
 
-		for (int i = 0; i < s->nprocs; i++)
-			if (s->procs[i].pid == cur)
-				pi = i;
-		if (pi < 0 || wait[pi] < 0) {
+		if (ci < 0) {
 			r.pid = cur;
 			return r;
 		}
-		ci = wait[pi];
 		if (s->conns[ci].peer_pid <= 0 || !snapshot_proc(s, s->conns[ci].peer_pid)) {
 			r.pid = 0;
 			r.conn = ci;
 			return r;
 		}
-		for (int i = 0; i < nvisited; i++) {
-			if (visited[i] == cur) {
-				r.pid = cur;
-				r.cycle = true;
-				return r;
-			}
-		}
-		if (nvisited == (int)(sizeof(visited) / sizeof(visited[0]))) {
-			r.pid = cur;
-			r.cycle = true;
-			return r;
-		}
-		visited[nvisited++] = cur;
 		cur = s->conns[ci].peer_pid;
 	}
+	/* cur is on the cycle: name it by its smallest pid, so every start finds the same one */
+	r.pid = cur;
+	r.cycle = true;
+	for (int p = s->conns[proc_wait(s, wait, cur)].peer_pid; p != cur;
+	     p = s->conns[proc_wait(s, wait, p)].peer_pid)
+		if (p < r.pid)
+			r.pid = p;
+	return r;
 }
 
 __attribute__((format(printf, 2, 3))) static void add_evidence(struct finding *f, const char *fmt_,
@@ -223,6 +223,47 @@ static void describe_culprit(const struct snap_proc *p, struct finding *f)
 	}
 }
 
+/* "ranks 0,2,3", "pids 11,12", or "rank 0, pid 12" when mixed; in rank order */
+static void waiter_list(const struct snapshot *s, const struct finding *f, char *buf, size_t len)
+{
+	int order[DIAG_MAX_WAITERS], nr = 0, np = 0;
+	size_t off = 0;
+
+	for (int k = 0; k < f->nwaiters; k++) {
+		const struct snap_proc *w = snapshot_proc(s, f->waiters[k]);
+		int key = w && w->rank >= 0 ? w->rank : -1, j = k;
+
+		nr += key >= 0;
+		np += key < 0;
+		/* insertion sort: ranked first by rank, then pids */
+		while (j > 0) {
+			const struct snap_proc *o = snapshot_proc(s, f->waiters[order[j - 1]]);
+			int okey = o && o->rank >= 0 ? o->rank : -1;
+
+			if (okey >= 0 && (key < 0 || okey <= key))
+				break;
+			if (okey < 0 && key < 0)
+				break;
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = k;
+	}
+	buf[0] = '\0';
+	for (int k = 0; k < f->nwaiters && off + 16 < len; k++) {
+		const struct snap_proc *w = snapshot_proc(s, f->waiters[order[k]]);
+		bool ranked = w && w->rank >= 0;
+		const char *label = "";
+
+		if (np && nr)
+			label = ranked ? "rank " : "pid ";
+		else if (k == 0)
+			label = nr ? (nr > 1 ? "ranks " : "rank ") : (np > 1 ? "pids " : "pid ");
+		off += snprintf(buf + off, len - off, "%s%s%d", k ? (np && nr ? ", " : ",") : "",
+				label, ranked ? w->rank : f->waiters[order[k]]);
+	}
+}
+
 static void waiter_evidence(const struct snapshot *s, struct finding *f, int ci)
 {
 	const struct snap_conn *c = &s->conns[ci];
@@ -242,29 +283,55 @@ static void waiter_evidence(const struct snapshot *s, struct finding *f, int ci)
 			     (double)(s->now_ns - c->c.state_ns) / NT_NSEC_PER_SEC,
 			     c->c.syn_retrans);
 	} else if (c->blocked == SNAP_BLOCK_RECV || c->blocked == SNAP_BLOCK_SEND) {
+		char l[64], r[64];
+		bool rx = c->blocked == SNAP_BLOCK_RECV;
+
 		add_evidence(f,
-			     "%s conn %s (%s): thread %d blocked in %s for %.1fs, no bytes for "
+			     "%s %s %s on %s%s%s: thread %d blocked in %s for %.1fs, no bytes for "
 			     "%.1fs, send queue %s",
-			     wn, tup, pn, c->blocked_tid,
-			     c->blocked == SNAP_BLOCK_RECV ? "receive" : "send",
+			     wn, rx ? "receives from" : "sends to", pn,
+			     fmt_endpoint(&c->c.t, 1, l, sizeof(l)), rx ? "<-" : "->",
+			     fmt_endpoint(&c->c.t, 0, r, sizeof(r)), c->blocked_tid,
+			     rx ? "receive" : "send",
 			     (double)(s->now_ns - c->blocked_since_ns) / NT_NSEC_PER_SEC, age,
 			     fmt_bytes(c->c.send_q, qb, sizeof(qb)));
+	} else if (c->c.last_recv_try_ns >= c->c.last_send_try_ns) {
+		char l[64], r[64];
+
+		add_evidence(
+			f,
+			"%s receives from %s on %s<-%s: nothing for %.1fs, %s receive calls got "
+			"EAGAIN, send queue %s",
+			wn, pn, fmt_endpoint(&c->c.t, 1, l, sizeof(l)),
+			fmt_endpoint(&c->c.t, 0, r, sizeof(r)), age,
+			fmt_count(c->c.recv_eagain, n1, sizeof(n1)),
+			fmt_bytes(c->c.send_q, qb, sizeof(qb)));
 	} else {
-		add_evidence(f, "%s conn %s (%s): no bytes for %.1fs, %s EAGAIN %s, send queue %s",
-			     wn, tup, pn, age,
-			     fmt_count(c->c.recv_eagain + c->c.send_eagain, n1, sizeof(n1)),
-			     c->c.recv_eagain >= c->c.send_eagain ? "receives" : "sends",
+		add_evidence(f,
+			     "%s sends to %s on %s: no byte accepted for %.1fs, %s send calls "
+			     "got EAGAIN, send queue %s",
+			     wn, pn, tup, age, fmt_count(c->c.send_eagain, n1, sizeof(n1)),
 			     fmt_bytes(c->c.send_q, qb, sizeof(qb)));
 	}
 	if (c->c.recv_eof)
 		add_evidence(f, "%s conn %s: the peer closed it (receive returned 0)", wn, tup);
 }
 
-static int find_or_add(struct finding *out, int *n, int max, enum finding_kind kind, int pid,
-		       int conn)
+/* Both connections go to the same remote address and port. */
+static bool same_remote(const struct snapshot *s, int a, int b)
+{
+	const struct nt_tuple *ta = &s->conns[a].c.t, *tb = &s->conns[b].c.t;
+
+	return ta->family == tb->family && ta->dport == tb->dport &&
+	       memcmp(ta->daddr, tb->daddr, sizeof(ta->daddr)) == 0;
+}
+
+/* One finding per culprit: a traced process, or an address nobody traced. */
+static int find_or_add(const struct snapshot *s, struct finding *out, int *n, int max,
+		       enum finding_kind kind, int pid, int conn)
 {
 	for (int i = 0; i < *n; i++)
-		if (out[i].pid == pid && (pid > 0 || out[i].conn == conn))
+		if (out[i].pid == pid && (pid > 0 || same_remote(s, out[i].conn, conn)))
 			return i;
 	if (*n >= max)
 		return -1;
@@ -326,7 +393,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			continue;
 		wc = &s->conns[wait[i]];
 		cp = cul[i].pid > 0 ? snapshot_proc(s, cul[i].pid) : NULL;
-		fi = find_or_add(out, &n, max, FINDING_STALL, cul[i].pid,
+		fi = find_or_add(s, out, &n, max, FINDING_STALL, cul[i].pid,
 				 cul[i].pid > 0 ? 0 : cul[i].conn);
 		if (fi < 0)
 			break;
@@ -342,11 +409,15 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 		}
 		if (f->nwaiters < DIAG_MAX_WAITERS)
 			f->waiters[f->nwaiters++] = s->procs[i].pid;
-		/* direct waiters: their connection's peer is the culprit */
-		if (wc->peer_pid == cul[i].pid || cul[i].pid == 0 || cul[i].cycle) {
+		if (cul[i].cycle)
+			f->cycle = true;
+		/* direct waiters: their connection's peer is the culprit (or goes to its address) */
+		if (wc->peer_pid == cul[i].pid || (cul[i].pid == 0 && wait[i] == cul[i].conn) ||
+		    cul[i].cycle) {
 			uint64_t prog = proc_progress(s, s->procs[i].pid);
 
-			if (prog > f->since_ns)
+			/* the longest waiter's last progress */
+			if (!f->since_ns || prog < f->since_ns)
 				f->since_ns = prog;
 			if (!f->peer_pid || f->conn < 0 ||
 			    conn_progress(wc) < conn_progress(&s->conns[f->conn])) {
@@ -360,24 +431,17 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 	for (int i = 0; i < n; i++) {
 		struct finding *f = &out[i];
 		const struct snap_proc *cp = f->pid > 0 ? snapshot_proc(s, f->pid) : NULL;
-		char cn[64], pn[48], ws[96] = "", tmp[16], ep[64];
-		size_t wl = 0;
+		char cn[64], pn[48], ws[112] = "", ep[64];
 		int shown = 0;
 
 		if (f->since_ns == 0)
 			f->since_ns = s->now_ns;
-		for (int k = 0; k < f->nwaiters && wl < sizeof(ws) - 16; k++) {
-			const struct snap_proc *w = snapshot_proc(s, f->waiters[k]);
-
-			if (w && w->rank >= 0)
-				snprintf(tmp, sizeof(tmp), "%d", w->rank);
-			else
-				snprintf(tmp, sizeof(tmp), "pid %d", f->waiters[k]);
-			wl += snprintf(ws + wl, sizeof(ws) - wl, "%s%s", k ? "," : "", tmp);
-		}
+		waiter_list(s, f, ws, sizeof(ws));
 		if (cp) {
 			snap_proc_name(cp, f->pid, cn, sizeof(cn));
 			describe_culprit(cp, f);
+			if (f->cycle)
+				snprintf(f->phase, sizeof(f->phase), "in a wait cycle");
 		} else {
 			fmt_endpoint(&s->conns[f->conn].c.t, 0, ep, sizeof(ep));
 			snprintf(cn, sizeof(cn), "%s", ep);
@@ -386,12 +450,18 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 							       : "untraced peer silent");
 		}
 		snap_proc_name(snapshot_proc(s, f->peer_pid), f->peer_pid, pn, sizeof(pn));
-		if (cp && out[i].nwaiters)
+		if (cp && f->cycle)
+			snprintf(
+				f->summary, sizeof(f->summary),
+				"wait cycle: %s each wait on the next, none is outside a socket "
+				"wait "
+				"(%.1fs without progress); the cause is the order of operations or "
+				"the network, not a stopped process",
+				ws, (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC);
+		else if (cp && f->nwaiters)
 			snprintf(f->summary, sizeof(f->summary),
-				 "%s is %s; %s %s wait%s on it (longest: %s, %.1fs without "
-				 "progress)",
-				 cn, f->phase, f->nwaiters > 1 ? "ranks/pids" : "rank/pid", ws,
-				 f->nwaiters > 1 ? "" : "s", pn,
+				 "%s is %s; %s wait%s on it (longest: %s, %.1fs without progress)",
+				 cn, f->phase, ws, f->nwaiters > 1 ? "" : "s", pn,
 				 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC);
 		else
 			snprintf(f->summary, sizeof(f->summary), "%s waits on %s (%s) for %.1fs",
@@ -411,7 +481,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			if (s->conns[ci].peer_pid == f->pid && f->pid > 0) {
 				waiter_evidence(s, f, ci);
 				shown++;
-			} else if (f->pid == 0 && ci == f->conn) {
+			} else if (f->pid == 0 && same_remote(s, ci, f->conn)) {
 				waiter_evidence(s, f, ci);
 				shown++;
 			}
@@ -422,7 +492,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 	dead = first_abnormal_exit(s);
 	if (dead >= 0) {
 		const struct snap_proc *p = &s->procs[dead];
-		int fi = find_or_add(out, &n, max, FINDING_PEER_DEAD, p->pid, 0);
+		int fi = find_or_add(s, out, &n, max, FINDING_PEER_DEAD, p->pid, 0);
 
 		if (fi >= 0 && out[fi].summary[0] == '\0') {
 			struct finding *f = &out[fi];

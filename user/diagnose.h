@@ -46,6 +46,7 @@ struct finding {
 	int nevidence;
 	int waiters[DIAG_MAX_WAITERS]; /* pids that wait on the culprit, directly or not */
 	int nwaiters;
+	bool cycle; /* every process in the chain waits on the next: nobody is outside */
 };
 
 const char *finding_kind_name(enum finding_kind k);

@@ -98,6 +98,7 @@ int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, cha
 	size_t cap = 0;
 	ssize_t n;
 	int lineno = 0, rc = 0;
+	bool header = false;
 
 	err[0] = '\0';
 	if (!f) {
@@ -134,25 +135,28 @@ int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, cha
 			rc = -1;
 			break;
 		}
-		if (lineno == 1) {
+		/* the first record, even after blank lines */
+		if (!header) {
 			json_t *v = json_object_get(rec, "nccltrace");
 
 			if (!json_is_integer(v)) {
-				snprintf(err, errlen, "%s:1: not an nccltrace dump (no header)",
-					 path);
+				snprintf(err, errlen, "%s:%d: not an nccltrace dump (no header)",
+					 path, lineno);
 				json_decref(rec);
 				rc = -1;
 				break;
 			}
 			if (json_integer_value(v) > NT_DUMP_FORMAT) {
 				snprintf(err, errlen,
-					 "%s:1: dump format %lld is newer than this nccltrace "
+					 "%s:%d: dump format %lld is newer than this nccltrace "
 					 "reads (%d)",
-					 path, (long long)json_integer_value(v), NT_DUMP_FORMAT);
+					 path, lineno, (long long)json_integer_value(v),
+					 NT_DUMP_FORMAT);
 				json_decref(rec);
 				rc = -1;
 				break;
 			}
+			header = true;
 		}
 		rc = fn(ctx, rec, lineno);
 		json_decref(rec);
@@ -163,7 +167,7 @@ int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, cha
 			break;
 		}
 	}
-	if (rc == 0 && lineno == 0) {
+	if (rc == 0 && !header) {
 		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);
 		rc = -1;
 	}

@@ -11,7 +11,7 @@ const char *fmt_count(uint64_t n, char *buf, size_t len)
 		snprintf(buf, len, "%llu", (unsigned long long)n);
 	else if (n < 1000000)
 		snprintf(buf, len, "%lluk", (unsigned long long)(n / 1000));
-	else if (n < 1000000000ULL)
+	else if (n < 999950000ULL) /* what %.1f would round up to "1000.0M" is "1.0G" */
 		snprintf(buf, len, "%.1fM", n / 1e6);
 	else
 		snprintf(buf, len, "%.1fG", n / 1e9);
@@ -24,7 +24,8 @@ const char *fmt_bytes(uint64_t n, char *buf, size_t len)
 	double v = n;
 	int i = 0;
 
-	while (v >= 1024 && i < 4) {
+	/* 1023.95 and up would print as "1024.0": that is the next unit's "1.0" */
+	while (v >= 1023.95 && i < 4) {
 		v /= 1024;
 		i++;
 	}
@@ -106,16 +107,22 @@ const char *fmt_syscall(long nr)
 		return "recvmsg";
 	case 61:
 		return "wait4";
+	case 62:
+		return "kill";
 	case 128:
 		return "rt_sigtimedwait";
 	case 130:
 		return "rt_sigsuspend";
+	case 200:
+		return "tkill";
 	case 202:
 		return "futex";
 	case 230:
 		return "clock_nanosleep";
 	case 232:
 		return "epoll_wait";
+	case 234:
+		return "tgkill";
 	case 247:
 		return "waitid";
 	case 270:

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: MIT
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "conns.h"
+
+static struct nt_tuple tuple4(const char *sa, uint16_t sp, const char *da, uint16_t dp)
+{
+	struct nt_tuple t;
+
+	memset(&t, 0, sizeof(t));
+	t.family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, sa, t.saddr), 1);
+	assert_int_equal(inet_pton(AF_INET, da, t.daddr), 1);
+	t.sport = sp;
+	t.dport = dp;
+	return t;
+}
+
+static struct nt_tuple tuple6(const char *sa, uint16_t sp, const char *da, uint16_t dp)
+{
+	struct nt_tuple t;
+
+	memset(&t, 0, sizeof(t));
+	t.family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, sa, t.saddr), 1);
+	assert_int_equal(inet_pton(AF_INET6, da, t.daddr), 1);
+	t.sport = sp;
+	t.dport = dp;
+	return t;
+}
+
+static struct nt_tuple reverse(struct nt_tuple t)
+{
+	struct nt_tuple r = t;
+
+	memcpy(r.saddr, t.daddr, 16);
+	memcpy(r.daddr, t.saddr, 16);
+	r.sport = t.dport;
+	r.dport = t.sport;
+	return r;
+}
+
+static struct snap_conn conn(int pid, struct nt_tuple t)
+{
+	struct snap_conn c;
+
+	memset(&c, 0, sizeof(c));
+	c.pid = pid;
+	c.peer_pid = -1;
+	c.c.t = t;
+	c.c.tgid = pid;
+	c.c.state = 1;
+	return c;
+}
+
+static void test_is_reverse(void **state)
+{
+	struct nt_tuple a = tuple4("10.0.0.1", 40312, "10.0.0.2", 29500);
+	struct nt_tuple b = reverse(a), x;
+
+	(void)state;
+	assert_true(conns_is_reverse(&a, &b));
+	assert_true(conns_is_reverse(&b, &a));
+	assert_false(conns_is_reverse(&a, &a));
+
+	x = b;
+	x.sport++;
+	assert_false(conns_is_reverse(&a, &x));
+	x = b;
+	x.dport++;
+	assert_false(conns_is_reverse(&a, &x));
+	x = b;
+	x.saddr[3] ^= 1;
+	assert_false(conns_is_reverse(&a, &x));
+	x = b;
+	x.daddr[0] ^= 1;
+	assert_false(conns_is_reverse(&a, &x));
+	x = b;
+	x.family = AF_INET6;
+	assert_false(conns_is_reverse(&a, &x));
+
+	a = tuple6("fd00::1", 5000, "fd00::2", 6000);
+	b = reverse(a);
+	assert_true(conns_is_reverse(&a, &b));
+	b.daddr[15] ^= 1;
+	assert_false(conns_is_reverse(&a, &b));
+}
+
+static void test_map_pair_ipv4(void **state)
+{
+	struct nt_tuple t = tuple4("127.0.0.1", 40312, "127.0.0.1", 29500);
+	struct snap_conn c[3];
+
+	(void)state;
+	c[0] = conn(100, t);
+	c[1] = conn(300, tuple4("127.0.0.1", 40999, "127.0.0.1", 29501));
+	c[2] = conn(200, reverse(t));
+	assert_int_equal(conns_map_peers(c, 3), 2);
+	assert_int_equal(c[0].peer_pid, 200);
+	assert_int_equal(c[2].peer_pid, 100);
+	assert_int_equal(c[1].peer_pid, -1);
+}
+
+static void test_map_pair_ipv6(void **state)
+{
+	struct nt_tuple t = tuple6("::1", 51000, "::1", 29500);
+	struct snap_conn c[2];
+
+	(void)state;
+	c[0] = conn(7, reverse(t));
+	c[1] = conn(8, t);
+	assert_int_equal(conns_map_peers(c, 2), 2);
+	assert_int_equal(c[0].peer_pid, 8);
+	assert_int_equal(c[1].peer_pid, 7);
+}
+
+static void test_family_must_match(void **state)
+{
+	/* same bytes and ports, but one end IPv4 and the other IPv6 */
+	struct nt_tuple t = tuple4("10.0.0.1", 1000, "10.0.0.2", 2000);
+	struct nt_tuple r = reverse(t);
+	struct snap_conn c[2];
+
+	(void)state;
+	r.family = AF_INET6;
+	c[0] = conn(1, t);
+	c[1] = conn(2, r);
+	assert_int_equal(conns_map_peers(c, 2), 0);
+	assert_int_equal(c[0].peer_pid, -1);
+	assert_int_equal(c[1].peer_pid, -1);
+}
+
+static void test_ignores_listeners_and_port_zero(void **state)
+{
+	struct nt_tuple t = tuple4("10.0.0.1", 29500, "10.0.0.2", 41000);
+	struct nt_tuple z = tuple4("10.0.0.1", 29600, "0.0.0.0", 0);
+	struct snap_conn c[4];
+
+	(void)state;
+	/* a listener whose tuple happens to be the reverse of a connection */
+	c[0] = conn(10, t);
+	c[0].c.flags = NT_CONN_LISTENER;
+	c[1] = conn(20, reverse(t));
+	/* port 0: a socket that is not connected */
+	c[2] = conn(30, z);
+	c[3] = conn(40, reverse(z));
+	assert_int_equal(conns_map_peers(c, 4), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(c[i].peer_pid, -1);
+}
+
+static void test_keeps_known_peer(void **state)
+{
+	struct nt_tuple t = tuple4("10.0.0.1", 40000, "10.0.0.2", 29500);
+	struct snap_conn c[2];
+
+	(void)state;
+	c[0] = conn(100, t);
+	c[1] = conn(200, reverse(t));
+	assert_int_equal(conns_map_peers(c, 2), 2);
+	/* the peer exits: its end leaves the table, but who it was still matters */
+	assert_int_equal(conns_map_peers(c, 1), 1);
+	assert_int_equal(c[0].peer_pid, 200);
+}
+
+static void test_self_connection(void **state)
+{
+	/* a process connected to its own listener: both ends are its own */
+	struct nt_tuple t = tuple4("127.0.0.1", 45000, "127.0.0.1", 29500);
+	/* TCP self-connect: one socket whose other end is itself */
+	struct nt_tuple s = tuple4("127.0.0.1", 46000, "127.0.0.1", 46000);
+	struct snap_conn c[3];
+
+	(void)state;
+	c[0] = conn(555, t);
+	c[1] = conn(555, reverse(t));
+	c[2] = conn(556, s);
+	assert_int_equal(conns_map_peers(c, 3), 3);
+	assert_int_equal(c[0].peer_pid, 555);
+	assert_int_equal(c[1].peer_pid, 555);
+	assert_int_equal(c[2].peer_pid, 556);
+}
+
+static void test_unrelated_stay_unmapped(void **state)
+{
+	struct snap_conn c[3];
+
+	(void)state;
+	c[0] = conn(1, tuple4("10.0.0.1", 1000, "10.0.0.2", 2000));
+	/* same ports, other address */
+	c[1] = conn(2, tuple4("10.0.0.2", 2000, "10.0.0.3", 1000));
+	/* addresses swapped, ports not */
+	c[2] = conn(3, tuple4("10.0.0.2", 1000, "10.0.0.1", 2000));
+	assert_int_equal(conns_map_peers(c, 3), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(c[i].peer_pid, -1);
+	assert_int_equal(conns_map_peers(NULL, 0), 0);
+}
+
+static void test_many_pairs(void **state)
+{
+	enum { NPAIRS = 300 };
+	struct snap_conn *c = calloc(2 * NPAIRS, sizeof(*c));
+	int order[2 * NPAIRS];
+
+	(void)state;
+	assert_non_null(c);
+	for (int i = 0; i < 2 * NPAIRS; i++)
+		order[i] = i;
+	/* a fixed shuffle, so the two ends of a pair are far apart */
+	srand(42);
+	for (int i = 2 * NPAIRS - 1; i > 0; i--) {
+		int j = rand() % (i + 1), tmp = order[i];
+
+		order[i] = order[j];
+		order[j] = tmp;
+	}
+	for (int p = 0; p < NPAIRS; p++) {
+		char a[32];
+		struct nt_tuple t;
+
+		snprintf(a, sizeof(a), "10.1.%d.%d", p / 200, p % 200 + 1);
+		t = tuple4(a, 30000 + p, "10.2.0.1", 29500);
+		c[order[2 * p]] = conn(1000 + p, t);
+		c[order[2 * p + 1]] = conn(5000 + p, reverse(t));
+	}
+	assert_int_equal(conns_map_peers(c, 2 * NPAIRS), 2 * NPAIRS);
+	for (int p = 0; p < NPAIRS; p++) {
+		assert_int_equal(c[order[2 * p]].peer_pid, 5000 + p);
+		assert_int_equal(c[order[2 * p + 1]].peer_pid, 1000 + p);
+	}
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_is_reverse),
+		cmocka_unit_test(test_map_pair_ipv4),
+		cmocka_unit_test(test_map_pair_ipv6),
+		cmocka_unit_test(test_family_must_match),
+		cmocka_unit_test(test_ignores_listeners_and_port_zero),
+		cmocka_unit_test(test_keeps_known_peer),
+		cmocka_unit_test(test_self_connection),
+		cmocka_unit_test(test_unrelated_stay_unmapped),
+		cmocka_unit_test(test_many_pairs),
+	};
+
+	return cmocka_run_group_tests_name("conns", tests, NULL, NULL);
+}

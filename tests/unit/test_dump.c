@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "dump.h"
+#include "nccltrace.h"
+
+#define ERRLEN 512
+
+struct tmp {
+	char dir[64];
+	char path[128];
+};
+
+static int setup(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	snprintf(t->dir, sizeof(t->dir), "/tmp/nccltrace-test-XXXXXX");
+	if (!mkdtemp(t->dir)) {
+		free(t);
+		return -1;
+	}
+	snprintf(t->path, sizeof(t->path), "%s/trace.jsonl", t->dir);
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tmp *t = *state;
+	struct dirent *de;
+	DIR *d = opendir(t->dir);
+
+	if (d) {
+		while ((de = readdir(d))) {
+			char p[512];
+
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", t->dir, de->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(t->dir);
+	free(t);
+	return 0;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+#define WRITE_STR(path, s) write_file((path), (s), sizeof(s) - 1)
+
+static size_t read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = read(fd, buf, len - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	return n;
+}
+
+/* What dump_read handed over. */
+struct got {
+	int n;
+	int stop_at; /* return non-zero at this line */
+	int line[64];
+	long long i[64];
+	char type[64][16];
+};
+
+static int collect(void *ctx, json_t *rec, int line)
+{
+	struct got *g = ctx;
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	assert_true(g->n < 64);
+	assert_true(json_is_object(rec));
+	g->line[g->n] = line;
+	g->i[g->n] = json_integer_value(json_object_get(rec, "i"));
+	snprintf(g->type[g->n], sizeof(g->type[0]), "%s", type ? type : "");
+	g->n++;
+	return g->stop_at && line == g->stop_at;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' does not contain '%s'", hay, needle);
+}
+
+static void write_records(const char *path, int n)
+{
+	struct dump *d = NULL;
+
+	assert_int_equal(dump__create(path, false, 0, 0, &d), 0);
+	assert_non_null(d);
+	assert_string_equal(dump__path(d), path);
+	{
+		json_t *h = json_pack("{s:i,s:s}", "nccltrace", NT_DUMP_FORMAT, "type", "header");
+
+		assert_int_equal(dump__write(d, h), 0);
+		json_decref(h);
+	}
+	for (int i = 0; i < n; i++) {
+		json_t *r = json_pack("{s:s,s:i}", "type", "rec", "i", i);
+
+		assert_int_equal(dump__write(d, r), 0);
+		json_decref(r);
+	}
+	dump__close(d);
+}
+
+static void test_write_then_read(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+	struct stat st;
+	mode_t old = umask(022);
+
+	write_records(t->path, 5);
+	umask(old);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0640);
+
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 6);
+	assert_string_equal(g.type[0], "header");
+	assert_int_equal(g.line[0], 1);
+	for (int i = 0; i < 5; i++) {
+		assert_string_equal(g.type[i + 1], "rec");
+		assert_int_equal(g.i[i + 1], i);
+		assert_int_equal(g.line[i + 1], i + 2);
+	}
+}
+
+static void test_write_format(void **state)
+{
+	struct tmp *t = *state;
+	struct dump *d;
+	json_t *r;
+	char buf[512];
+
+	assert_int_equal(dump__create(t->path, false, 0, 0, &d), 0);
+	r = json_pack("{s:i,s:s}", "nccltrace", 1, "host", "h\xc3\xa9");
+	assert_int_equal(dump__write(d, r), 0);
+	json_decref(r);
+	r = json_pack("{s:[i,i]}", "a", 1, 2);
+	assert_int_equal(dump__write(d, r), 0);
+	json_decref(r);
+	dump__close(d);
+	/* compact, ASCII only, one record a line, each ending in a newline */
+	read_file(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"nccltrace\":1,\"host\":\"h\\u00E9\"}\n{\"a\":[1,2]}\n");
+}
+
+static void test_create_chown(void **state)
+{
+	struct tmp *t = *state;
+	struct dump *d;
+	struct stat st;
+
+	/* giving it to ourselves is allowed with or without root */
+	assert_int_equal(dump__create(t->path, true, getuid(), getgid(), &d), 0);
+	dump__close(d);
+	assert_int_equal(stat(t->path, &st), 0);
+	assert_int_equal(st.st_uid, getuid());
+	assert_int_equal(st.st_gid, getgid());
+}
+
+static void test_create_refuses_existing(void **state)
+{
+	struct tmp *t = *state;
+	struct dump *d = NULL;
+	char buf[64];
+
+	WRITE_STR(t->path, "precious\n");
+	assert_int_equal(dump__create(t->path, false, 0, 0, &d), -EEXIST);
+	assert_null(d);
+	read_file(t->path, buf, sizeof(buf));
+	assert_string_equal(buf, "precious\n");
+}
+
+static void test_create_refuses_symlink(void **state)
+{
+	struct tmp *t = *state;
+	struct dump *d = NULL;
+	char target[160], link[160], other[160], buf[64];
+	struct stat st;
+	int err;
+
+	snprintf(target, sizeof(target), "%s/target-not-there", t->dir);
+	snprintf(link, sizeof(link), "%s/link.jsonl", t->dir);
+	assert_int_equal(symlink(target, link), 0);
+	err = dump__create(link, false, 0, 0, &d);
+	assert_true(err < 0);
+	assert_int_equal(err, -EEXIST);
+	assert_null(d);
+	/* the link was not followed */
+	assert_int_equal(lstat(target, &st), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(lstat(link, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+
+	/* nor is one to an existing file written through */
+	snprintf(other, sizeof(other), "%s/other", t->dir);
+	WRITE_STR(other, "keep\n");
+	unlink(link);
+	assert_int_equal(symlink(other, link), 0);
+	assert_true(dump__create(link, false, 0, 0, &d) < 0);
+	read_file(other, buf, sizeof(buf));
+	assert_string_equal(buf, "keep\n");
+}
+
+static void test_create_missing_dir(void **state)
+{
+	struct tmp *t = *state;
+	struct dump *d = NULL;
+	char path[192];
+
+	snprintf(path, sizeof(path), "%s/no/such/dir.jsonl", t->dir);
+	assert_int_equal(dump__create(path, false, 0, 0, &d), -ENOENT);
+	assert_null(d);
+}
+
+static void test_read_missing_file(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, t->path);
+	assert_contains(err, strerror(ENOENT));
+	assert_int_equal(g.n, 0);
+}
+
+static void test_read_empty(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	write_file(t->path, "", 0);
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, t->path);
+	assert_contains(err, "empty");
+	assert_int_equal(g.n, 0);
+
+	/* blank lines only: still nothing */
+	WRITE_STR(t->path, "\n\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_int_equal(g.n, 0);
+}
+
+static void test_read_no_header(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	WRITE_STR(t->path, "{\"type\":\"proc\",\"pid\":1}\n{\"nccltrace\":1}\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":1:");
+	assert_contains(err, "not an nccltrace dump");
+	assert_int_equal(g.n, 0);
+
+	/* "nccltrace" must be the format number */
+	WRITE_STR(t->path, "{\"nccltrace\":\"1\"}\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":1:");
+	assert_int_equal(g.n, 0);
+}
+
+static void test_read_header_after_blank_line(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	/* a blank first line does not let a file without a header through */
+	WRITE_STR(t->path, "\n{\"type\":\"proc\"}\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":2:");
+	assert_contains(err, "not an nccltrace dump");
+	assert_int_equal(g.n, 0);
+
+	/* blank lines around records are skipped, and the line numbers stay right */
+	WRITE_STR(t->path, "\n{\"nccltrace\":1}\n\n{\"type\":\"x\",\"i\":4}\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 2);
+	assert_int_equal(g.line[0], 2);
+	assert_int_equal(g.line[1], 4);
+	assert_int_equal(g.i[1], 4);
+}
+
+static void test_read_future_format(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN], want[32];
+	char buf[64];
+	int len;
+
+	len = snprintf(buf, sizeof(buf), "{\"nccltrace\":%d}\n{\"type\":\"x\"}\n",
+		       NT_DUMP_FORMAT + 1);
+	write_file(t->path, buf, len);
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":1:");
+	assert_contains(err, "newer");
+	snprintf(want, sizeof(want), "%d", NT_DUMP_FORMAT + 1);
+	assert_contains(err, want);
+	assert_int_equal(g.n, 0);
+}
+
+static void test_read_garbage_line(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n{\"type\":\"a\"}\ngarbage{\n{\"type\":\"b\"}\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, t->path);
+	assert_contains(err, ":3:");
+	assert_null(strchr(err, '\n'));
+	/* everything before the bad line was read, nothing after */
+	assert_int_equal(g.n, 2);
+	assert_string_equal(g.type[1], "a");
+
+	/* valid JSON that is not an object */
+	g.n = 0;
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n[1,2]\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":2:");
+	assert_contains(err, "not a JSON object");
+	assert_int_equal(g.n, 1);
+}
+
+static void test_read_truncated_last_line(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n{\"type\":\"a\"}\n{\"type\":\"b\",\"i\":");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":3:");
+	assert_contains(err, "truncated");
+	assert_int_equal(g.n, 2);
+
+	/* a complete record that lacks its newline was cut short all the same */
+	g.n = 0;
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n{\"type\":\"a\"}");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":2:");
+	assert_int_equal(g.n, 1);
+}
+
+static void test_read_binary(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {0};
+	char err[ERRLEN];
+
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n{\"a\":1}\0\x01\x02zz\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":2:");
+	assert_contains(err, "binary");
+	assert_int_equal(g.n, 1);
+
+	g.n = 0;
+	WRITE_STR(t->path, "{\"nccltrace\":1}\n\xff\xfe\x89PNG\x1a\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":2:");
+	assert_int_equal(g.n, 1);
+
+	/* a binary file from the start */
+	g.n = 0;
+	WRITE_STR(t->path, "\x7f"
+			   "ELF\x02\x01\x01\0\0\0\n");
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_contains(err, ":1:");
+	assert_int_equal(g.n, 0);
+}
+
+static void test_read_callback_stops(void **state)
+{
+	struct tmp *t = *state;
+	struct got g = {.stop_at = 3};
+	char err[ERRLEN];
+
+	write_records(t->path, 5);
+	assert_int_equal(dump_read(t->path, collect, &g, err, sizeof(err)), -1);
+	assert_int_equal(g.n, 3);
+	assert_contains(err, ":3:");
+}
+
+static void test_default_name(void **state)
+{
+	char buf[128], *tz = getenv("TZ"), *saved = tz ? strdup(tz) : NULL;
+
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	dump_default_name(buf, sizeof(buf), "node7", 1795955696);
+	assert_string_equal(buf, "nccltrace-node7-20261129-123456.jsonl");
+	dump_default_name(buf, sizeof(buf), "h", 0);
+	assert_string_equal(buf, "nccltrace-h-19700101-000000.jsonl");
+	/* a short buffer is cut, still terminated */
+	dump_default_name(buf, 12, "node7", 0);
+	assert_string_equal(buf, "nccltrace-n");
+	if (saved) {
+		setenv("TZ", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("TZ");
+	}
+	tzset();
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_write_then_read),
+		T(test_write_format),
+		T(test_create_chown),
+		T(test_create_refuses_existing),
+		T(test_create_refuses_symlink),
+		T(test_create_missing_dir),
+		T(test_read_missing_file),
+		T(test_read_empty),
+		T(test_read_no_header),
+		T(test_read_header_after_blank_line),
+		T(test_read_future_format),
+		T(test_read_garbage_line),
+		T(test_read_truncated_last_line),
+		T(test_read_binary),
+		T(test_read_callback_stops),
+		cmocka_unit_test(test_default_name),
+	};
+#undef T
+
+	return cmocka_run_group_tests_name("dump", tests, NULL, NULL);
+}

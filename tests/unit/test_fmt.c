@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "fmt.h"
+
+static void test_count(void **state)
+{
+	static const struct {
+		uint64_t n;
+		const char *want;
+	} cases[] = {
+		{0, "0"},
+		{999, "999"},
+		{9999, "9999"},
+		{10000, "10k"},
+		{81234, "81k"},
+		{999999, "999k"},
+		{1000000, "1.0M"},
+		{1200000, "1.2M"},
+		{1500000, "1.5M"},
+		{999949999, "999.9M"},
+		{999950000, "1.0G"},
+		{999999999, "1.0G"},
+		{2500000000ULL, "2.5G"},
+	};
+	char buf[16];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* the buffer is what comes back */
+		assert_ptr_equal(fmt_count(cases[i].n, buf, sizeof(buf)), buf);
+		assert_string_equal(buf, cases[i].want);
+	}
+	/* cut to the buffer, terminated */
+	fmt_count(123456789012ULL, buf, 4);
+	assert_string_equal(buf, "123");
+}
+
+static void test_bytes(void **state)
+{
+	static const struct {
+		uint64_t n;
+		const char *want;
+	} cases[] = {
+		{0, "0 B"},
+		{1, "1 B"},
+		{1023, "1023 B"},
+		{1024, "1.0 KiB"},
+		{1536, "1.5 KiB"},
+		{1048473, "1023.9 KiB"},
+		{1048575, "1.0 MiB"},
+		{1048576, "1.0 MiB"},
+		{5ULL << 30, "5.0 GiB"},
+		{3ULL << 39, "1.5 TiB"},
+		{1ULL << 50, "1024.0 TiB"},
+	};
+	char buf[24];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_ptr_equal(fmt_bytes(cases[i].n, buf, sizeof(buf)), buf);
+		assert_string_equal(buf, cases[i].want);
+	}
+}
+
+static struct nt_tuple tuple(int family, const char *sa, int sp, const char *da, int dp)
+{
+	struct nt_tuple t;
+
+	memset(&t, 0, sizeof(t));
+	t.family = family;
+	assert_int_equal(inet_pton(family, sa, t.saddr), 1);
+	assert_int_equal(inet_pton(family, da, t.daddr), 1);
+	t.sport = sp;
+	t.dport = dp;
+	return t;
+}
+
+static void test_endpoint_ipv4(void **state)
+{
+	struct nt_tuple t = tuple(AF_INET, "127.0.0.1", 40312, "10.1.2.3", 29500);
+	char buf[64];
+
+	(void)state;
+	assert_ptr_equal(fmt_endpoint(&t, 1, buf, sizeof(buf)), buf);
+	assert_string_equal(buf, "127.0.0.1:40312");
+	fmt_endpoint(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "10.1.2.3:29500");
+	t = tuple(AF_INET, "255.255.255.255", 65535, "0.0.0.0", 0);
+	fmt_endpoint(&t, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "255.255.255.255:65535");
+	fmt_endpoint(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "0.0.0.0:0");
+	/* short buffer: cut, terminated */
+	fmt_endpoint(&t, 1, buf, 8);
+	assert_string_equal(buf, "255.255");
+}
+
+static void test_endpoint_ipv6(void **state)
+{
+	struct nt_tuple t = tuple(AF_INET6, "fe80::1:2", 51000, "::1", 80);
+	char buf[64];
+
+	(void)state;
+	fmt_endpoint(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "[::1]:80");
+	fmt_endpoint(&t, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "[fe80::1:2]:51000");
+	t = tuple(AF_INET6, "::ffff:10.0.0.1", 1, "::", 2);
+	fmt_endpoint(&t, 1, buf, sizeof(buf));
+	assert_string_equal(buf, "[::ffff:10.0.0.1]:1");
+	fmt_endpoint(&t, 0, buf, sizeof(buf));
+	assert_string_equal(buf, "[::]:2");
+}
+
+static void test_tuple(void **state)
+{
+	struct nt_tuple t = tuple(AF_INET, "127.0.0.1", 40312, "127.0.0.1", 40001);
+	char buf[112];
+	const char *longest = "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535->"
+			      "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535";
+
+	(void)state;
+	assert_ptr_equal(fmt_tuple(&t, buf, sizeof(buf)), buf);
+	assert_string_equal(buf, "127.0.0.1:40312->127.0.0.1:40001");
+	t = tuple(AF_INET6, "::1", 40312, "::1", 80);
+	fmt_tuple(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "[::1]:40312->[::1]:80");
+	/* the longest there is fits the buffers the callers use */
+	t = tuple(AF_INET6, "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 65535,
+		  "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 65535);
+	fmt_tuple(&t, buf, sizeof(buf));
+	assert_string_equal(buf, longest);
+}
+
+static void test_tcp_state(void **state)
+{
+	(void)state;
+	assert_string_equal(fmt_tcp_state(1), "ESTABLISHED");
+	assert_string_equal(fmt_tcp_state(2), "SYN_SENT");
+	assert_string_equal(fmt_tcp_state(3), "SYN_RECV");
+	assert_string_equal(fmt_tcp_state(6), "TIME_WAIT");
+	assert_string_equal(fmt_tcp_state(7), "CLOSE");
+	assert_string_equal(fmt_tcp_state(8), "CLOSE_WAIT");
+	assert_string_equal(fmt_tcp_state(10), "LISTEN");
+	assert_string_equal(fmt_tcp_state(12), "NEW_SYN_RECV");
+	assert_string_equal(fmt_tcp_state(13), "BOUND_INACTIVE");
+	assert_string_equal(fmt_tcp_state(0), "?");
+	assert_string_equal(fmt_tcp_state(14), "?");
+	assert_string_equal(fmt_tcp_state(0xffffffffu), "?");
+}
+
+static void test_syscall(void **state)
+{
+	(void)state;
+#ifdef __x86_64__
+	assert_string_equal(fmt_syscall(45), "recvfrom");
+	assert_string_equal(fmt_syscall(44), "sendto");
+	assert_string_equal(fmt_syscall(0), "read");
+	assert_string_equal(fmt_syscall(202), "futex");
+	assert_string_equal(fmt_syscall(230), "clock_nanosleep");
+	assert_string_equal(fmt_syscall(232), "epoll_wait");
+	assert_string_equal(fmt_syscall(42), "connect");
+	assert_string_equal(fmt_syscall(288), "accept4");
+	assert_null(fmt_syscall(3)); /* close: nothing anyone waits in */
+	assert_null(fmt_syscall(9999));
+#endif
+	assert_null(fmt_syscall(-1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_count),	      cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_endpoint_ipv4), cmocka_unit_test(test_endpoint_ipv6),
+		cmocka_unit_test(test_tuple),	      cmocka_unit_test(test_tcp_state),
+		cmocka_unit_test(test_syscall),
+	};
+
+	return cmocka_run_group_tests_name("fmt", tests, NULL, NULL);
+}

@@ -72,13 +72,23 @@ $(OUTPUT)/user/%.o: user/%.c $(wildcard user/*.h) include/nccltrace.h $(SKELS) |
 
 $(OUTPUT)/nccltrace: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -Wl,--fatal-warnings -o $@
 
 static: $(OUTPUT)/nccltrace-static
 
-$(OUTPUT)/nccltrace-static: $(USER_OBJS)
+# the static binary reads /etc/passwd itself (NSS needs dynamic loading): own objects
+STATIC_OBJS := $(patsubst user/%.c,$(OUTPUT)/static/user/%.o,$(USER_SRCS))
+
+$(OUTPUT)/static/user:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/static/user/%.o: user/%.c $(wildcard user/*.h) include/nccltrace.h $(SKELS) | $(OUTPUT)/static/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -DNT_STATIC -c $< -o $@
+
+$(OUTPUT)/nccltrace-static: $(STATIC_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -static $^ $(STATIC_LIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -static $^ $(STATIC_LIBS) -Wl,--fatal-warnings -o $@
 
 $(DEMO): tests/demo/ringjob.c | $(OUTPUT)
 	$(call msg,CC,$@)

@@ -2,13 +2,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "launcher.h"
+#include "users.h"
 
 static int parse_id(const char *s, unsigned long *out)
 {
@@ -24,21 +24,18 @@ static int parse_id(const char *s, unsigned long *out)
 int launcher_resolve_creds(const char *user, struct launch_creds *cr, char *err, size_t errlen)
 {
 	unsigned long uid, gid;
-	struct passwd *pw;
+	struct nt_user u;
 
 	memset(cr, 0, sizeof(*cr));
 	if (user) {
-		pw = getpwnam(user);
-		if (!pw && parse_id(user, &uid) == 0)
-			pw = getpwuid(uid);
-		if (!pw) {
+		if (users_by_name(user, &u) && (parse_id(user, &uid) || users_by_uid(uid, &u))) {
 			snprintf(err, errlen, "--user '%s': no such user", user);
 			return -1;
 		}
 		cr->drop = true;
-		cr->uid = pw->pw_uid;
-		cr->gid = pw->pw_gid;
-		snprintf(cr->user, sizeof(cr->user), "%s", pw->pw_name);
+		cr->uid = u.uid;
+		cr->gid = u.gid;
+		snprintf(cr->user, sizeof(cr->user), "%s", u.name);
 		return 0;
 	}
 	if (getuid() != 0 || !getenv("SUDO_UID"))
@@ -50,9 +47,11 @@ int launcher_resolve_creds(const char *user, struct launch_creds *cr, char *err,
 	cr->drop = uid != 0;
 	cr->uid = uid;
 	cr->gid = gid;
-	pw = getpwuid(uid);
-	snprintf(cr->user, sizeof(cr->user), "%s",
-		 pw ? pw->pw_name : (getenv("SUDO_USER") ? getenv("SUDO_USER") : ""));
+	if (users_by_uid(uid, &u) == 0)
+		snprintf(cr->user, sizeof(cr->user), "%s", u.name);
+	else
+		snprintf(cr->user, sizeof(cr->user), "%s",
+			 getenv("SUDO_USER") ? getenv("SUDO_USER") : "");
 	return 0;
 }
 
@@ -60,8 +59,14 @@ static int drop_privileges(const struct launch_creds *cr)
 {
 	if (!cr->drop)
 		return 0;
-	if (cr->user[0] ? initgroups(cr->user, cr->gid) : setgroups(0, NULL))
+	if (cr->user[0]) {
+		int err = users_initgroups(cr->user, cr->gid);
+
+		if (err)
+			return err;
+	} else if (setgroups(1, &cr->gid)) {
 		return -errno;
+	}
 	if (setgid(cr->gid) || setuid(cr->uid))
 		return -errno;
 	/* as strace -u does: make sure there is no way back */

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <string.h>
 #include "cli.h"
 #include "dump.h"
@@ -141,6 +143,10 @@ int report_main(int argc, char **argv)
 	if (o.help) {
 		fputs(cli_report_help, stdout);
 		return 0;
+	}
+	if (access(o.path, R_OK)) {
+		fprintf(stderr, "nccltrace: cannot read %s: %s\n", o.path, strerror(errno));
+		return EXIT_NOINPUT;
 	}
 	r = report_findings(o.path, err, sizeof(err));
 	if (!r) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -363,6 +364,16 @@ static int on_event(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
+static double cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void write_header(struct session *s, const char *host)
 {
 	json_t *h = json_object(), *cmd = json_array();
@@ -383,6 +394,8 @@ static void write_header(struct session *s, const char *host)
 	json_object_set_new(h, "attach_notes", json_string(tracer__mode_notes(s->tracer)));
 	json_object_set_new(h, "missing_hooks", json_string(tracer__missing_hooks(s->tracer)));
 	json_object_set_new(h, "stall_threshold_s", json_real(s->opts.stall_threshold_s));
+	/* loading (and verifying) the BPF programs; the footer's tracer_cpu_s includes it */
+	json_object_set_new(h, "setup_cpu_s", json_real(cpu_seconds()));
 	dump_put(s, h);
 }
 
@@ -399,6 +412,7 @@ static void write_footer(struct session *s, int exit_status)
 	json_object_set_new(tot, "state_events", json_integer(s->stats[NT_STAT_STATE_EVENTS]));
 	json_object_set_new(tot, "tcp_probe_events", json_integer(s->stats[NT_STAT_PROBE_EVENTS]));
 	json_object_set_new(tot, "findings", json_integer(s->nfindings));
+	json_object_set_new(tot, "tracer_cpu_s", json_real(cpu_seconds()));
 	json_object_set_new(f, "type", json_string("footer"));
 	json_object_set_new(f, "ts_ns", json_integer((json_int_t)now_mono()));
 	json_object_set_new(f, "exit_status", json_integer(exit_status));

@@ -39,7 +39,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		line[--n] = '\0';
 	/* the first warning names the cause; later ones only say the load failed */
 	if (level == LIBBPF_WARN && n && !libbpf_last[0])
-		snprintf(libbpf_last, sizeof(libbpf_last), "%s", line);
+		snprintf(libbpf_last, sizeof(libbpf_last), "%.*s", (int)sizeof(libbpf_last) - 1,
+			 line);
 	if (log_level() >= LOG_DEBUG || (level == LIBBPF_WARN && log_level() >= LOG_INFO + 1))
 		fprintf(stderr, "libbpf: %s\n", line);
 	return 0;

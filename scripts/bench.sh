@@ -1,0 +1,59 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Overhead of nccltrace on the demo ring: throughput of ringjob with and without tracing, in
+# interleaved A/B pairs (so drift of the machine hits both alike), and nccltrace's own CPU use
+# (from the dump footer). Not a test: it prints a table for docs/benchmarks.md.
+#
+#   scripts/bench.sh [REPS] [DURATION] [RANKS]     (as root; defaults 5 5 2)
+set -eu
+cd "$(dirname "$0")/.."
+REPS=${1:-5}
+DUR=${2:-5}
+RANKS=${3:-2}
+NT=build/nccltrace
+RJ=build/ringjob
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+rate() { sed -n 's/.*, \([0-9.]*\) MB\/s.*/\1/p' "$1"; }
+steps() { sed -n 's/.*done: \([0-9]*\) steps.*/\1/p' "$1"; }
+
+median() { tr ' ' '\n' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+summarize() { # NAME BASE-LIST TRACED-LIST CPU-LIST EVENTS-LIST
+	local ratios mb mt lo hi
+	ratios=$(paste -d' ' <(tr ' ' '\n' <<<"$2") <(tr ' ' '\n' <<<"$3") | awk '{printf "%.4f ", $2/$1}')
+	mb=$(median <<<"$2")
+	mt=$(median <<<"$3")
+	lo=$(tr ' ' '\n' <<<"$ratios" | grep . | sort -g | head -1)
+	hi=$(tr ' ' '\n' <<<"$ratios" | grep . | sort -g | tail -1)
+	printf '| %s | %.1f | %.1f | %.3f (%.3f-%.3f) | %.1f%% | %.2f M/s |\n' "$1" "$mb" "$mt" \
+		"$(median <<<"${ratios% }")" "$lo" "$hi" "$(awk -v c="$(median <<<"$4")" -v d="$DUR" 'BEGIN {print c/d*100}')" \
+		"$(awk -v e="$(median <<<"$5")" -v d="$DUR" 'BEGIN {print e/d/1e6}')"
+}
+
+run_mode() { # MODE-NAME EXTRA-ARGS...
+	local name=$1
+	shift
+	local base=() traced=() cpu=() ev=()
+	for i in $(seq 1 "$REPS"); do
+		"$RJ" -q --ranks "$RANKS" --duration "$DUR" "$@" >"$TMP/a.out"
+		base+=("$(rate "$TMP/a.out")")
+		rm -f "$TMP/b.jsonl"
+		"$NT" run --dump "$TMP/b.jsonl" -- "$RJ" -q --ranks "$RANKS" --duration "$DUR" "$@" \
+			>"$TMP/b.out" 2>/dev/null
+		traced+=("$(rate "$TMP/b.out")")
+		# steady state: without loading and verifying the programs at start
+		cpu+=("$(jq -s -r '(.[] | select(.type=="footer") | .totals.tracer_cpu_s) - .[0].setup_cpu_s' "$TMP/b.jsonl")")
+		ev+=("$(jq -r 'select(.type=="footer") | .totals.send_events + .totals.recv_events' "$TMP/b.jsonl")")
+	done
+	summarize "$name" "${base[*]}" "${traced[*]}" "${cpu[*]}" "${ev[*]}"
+}
+
+echo "ringjob --ranks $RANKS --duration $DUR, $REPS interleaved pairs, $(nproc) CPUs, $(uname -r)"
+echo
+echo "| mode | MB/s untraced (median) | MB/s traced (median) | traced/untraced (min-max) | nccltrace CPU (steady state) | BPF send+recv events |"
+echo "|---|---|---|---|---|---|"
+run_mode "non-blocking (EAGAIN spin), 64 KiB steps"
+run_mode "non-blocking, 1 MiB steps" --size 1048576
+run_mode "blocking, 64 KiB steps" --blocking

@@ -41,6 +41,7 @@ PURE_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 DEMO := $(OUTPUT)/ringjob
+CALLCOST := $(OUTPUT)/callcost
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
@@ -107,7 +108,11 @@ check: all $(UNIT_BINS)
 demo: all
 	$(Q)scripts/demo.sh
 
-bench: all
+$(CALLCOST): tests/bench/callcost.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@
+
+bench: all $(CALLCOST)
 	$(Q)scripts/bench.sh
 
 format:

@@ -115,13 +115,24 @@ static __always_inline __u64 sk_inode(const struct sock *sk)
 	return BPF_CORE_READ(sa, vfs_inode.i_ino);
 }
 
-static __always_inline void read_tcp_figures(const struct sock *sk, struct nt_conn *c)
+/*
+ * Userspace samples every 200 ms: reading the TCP figures on every call would only cost (eight
+ * kernel reads on each send and receive), so they are refreshed at most every 10 ms.
+ */
+#define FIGURES_EVERY_NS 10000000ULL
+
+static __always_inline void read_tcp_figures(const struct sock *sk, struct nt_conn *c, __u64 now)
 {
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	__u32 write_seq = BPF_CORE_READ(tp, write_seq);
-	__u32 snd_una = BPF_CORE_READ(tp, snd_una);
-	__u32 rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
-	__u32 copied_seq = BPF_CORE_READ(tp, copied_seq);
+	__u32 write_seq, snd_una, rcv_nxt, copied_seq;
+
+	if (now - c->figures_ns < FIGURES_EVERY_NS)
+		return;
+	c->figures_ns = now;
+	write_seq = BPF_CORE_READ(tp, write_seq);
+	snd_una = BPF_CORE_READ(tp, snd_una);
+	rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
+	copied_seq = BPF_CORE_READ(tp, copied_seq);
 
 	c->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
 	c->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
@@ -176,6 +187,18 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 	}
 	c->tgid = pid_tgid >> 32;
 	c->tid = (__u32)pid_tgid;
+	/* the spin path (NCCL's proxy waiting for data) stays minimal: one atomic, three stores */
+	if (ret == -EAGAIN) {
+		if (send) {
+			__sync_fetch_and_add(&c->send_eagain, 1);
+			c->last_send_try_ns = now;
+		} else {
+			__sync_fetch_and_add(&c->recv_eagain, 1);
+			c->last_recv_try_ns = now;
+		}
+		c->last_eagain_ns = now;
+		return;
+	}
 	if (send) {
 		stat_inc(NT_STAT_SEND_EVENTS);
 		__sync_fetch_and_add(&c->send_calls, 1);
@@ -183,10 +206,6 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 		if (ret > 0) {
 			__sync_fetch_and_add(&c->bytes_sent, ret);
 			c->last_send_ns = now;
-		} else if (ret == -EAGAIN) {
-			__sync_fetch_and_add(&c->send_eagain, 1);
-			c->last_eagain_ns = now;
-			return; /* the spin path stays minimal */
 		} else if (ret < 0) {
 			__sync_fetch_and_add(&c->send_err, 1);
 			c->last_err = ret;
@@ -198,10 +217,6 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 		if (ret > 0) {
 			__sync_fetch_and_add(&c->bytes_recv, ret);
 			c->last_recv_ns = now;
-		} else if (ret == -EAGAIN) {
-			__sync_fetch_and_add(&c->recv_eagain, 1);
-			c->last_eagain_ns = now;
-			return;
 		} else if (ret == 0) {
 			__sync_fetch_and_add(&c->recv_eof, 1);
 		} else {
@@ -213,7 +228,7 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 		read_tuple(sk, &c->t);
 	if (!c->ino)
 		c->ino = sk_inode(sk);
-	read_tcp_figures(sk, c);
+	read_tcp_figures(sk, c, now);
 }
 
 /* --- tracepoint mode: raw tracepoints need no tracefs mount --- */
@@ -414,7 +429,7 @@ int BPF_PROG(nt_tcp_probe, const struct sock *sk)
 	if (!c)
 		return 0;
 	stat_inc(NT_STAT_PROBE_EVENTS);
-	read_tcp_figures(sk, c);
+	read_tcp_figures(sk, c, bpf_ktime_get_ns());
 	return 0;
 }
 

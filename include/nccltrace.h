@@ -74,7 +74,7 @@ struct nt_conn {
 	__u64 ino; /* socket inode: joins /proc/PID/fd and /proc/PID/task/TID/syscall */
 	__u64 bytes_sent;
 	__u64 bytes_recv;
-	__u64 send_calls;
+	__u64 send_calls; /* calls that did not return EAGAIN */
 	__u64 recv_calls;
 	__u64 send_eagain;
 	__u64 recv_eagain;
@@ -88,7 +88,8 @@ struct nt_conn {
 	__u64 last_send_try_ns; /* last call, successful or not */
 	__u64 last_recv_try_ns;
 	__u64 last_eagain_ns;
-	__u32 state; /* TCP_* */
+	__u64 figures_ns; /* when RTT/cwnd/windows/queues were last read */
+	__u32 state;	  /* TCP_* */
 	__s32 last_err;
 	__u32 retrans;
 	__u32 syn_retrans;
@@ -101,7 +102,7 @@ struct nt_conn {
 	__u32 flags;
 	__u32 resets;
 };
-_Static_assert(sizeof(struct nt_conn) == 232, "nt_conn layout");
+_Static_assert(sizeof(struct nt_conn) == 240, "nt_conn layout");
 
 /* Every ring-buffer record starts with this. */
 struct nt_ev_hdr {
@@ -131,6 +132,6 @@ struct nt_ev_conn {
 	__u32 pad;
 	struct nt_conn c; /* counters at the time of the event */
 };
-_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 232, "nt_ev_conn layout");
+_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 240, "nt_ev_conn layout");
 
 #endif /* NCCLTRACE_H */

@@ -50,9 +50,28 @@ run_mode() { # MODE-NAME EXTRA-ARGS...
 	summarize "$name" "${base[*]}" "${traced[*]}" "${cpu[*]}" "${ev[*]}"
 }
 
-echo "ringjob --ranks $RANKS --duration $DUR, $REPS interleaved pairs, $(nproc) CPUs, $(uname -r)"
+echo "Per-call cost: build/callcost (one process, a TCP pair on 127.0.0.1), $REPS interleaved pairs"
 echo
-echo "| mode | MB/s untraced (median) | MB/s traced (median) | traced/untraced (min-max) | nccltrace CPU (steady state) | BPF send+recv events |"
+echo "| call | ns untraced (median) | ns traced (median) | added ns |"
+echo "|---|---|---|---|"
+ea=() et=() xa=() xt=()
+for i in $(seq 1 "$REPS"); do
+	out=$(build/callcost 1000000)
+	ea+=("$(sed 's/.*eagain_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+	xa+=("$(sed 's/.*xfer_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+	rm -f "$TMP/c.jsonl"
+	out=$("$NT" run --dump "$TMP/c.jsonl" -- build/callcost 1000000 2>/dev/null)
+	et+=("$(sed 's/.*eagain_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+	xt+=("$(sed 's/.*xfer_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+done
+m1=$(median <<<"${ea[*]}") m2=$(median <<<"${et[*]}")
+printf '| receive returning EAGAIN (the proxy spin) | %.0f | %.0f | %+.0f |\n' "$m1" "$m2" "$(awk -v a="$m1" -v b="$m2" 'BEGIN {print b-a}')"
+m1=$(median <<<"${xa[*]}") m2=$(median <<<"${xt[*]}")
+printf '| send or receive of 64 bytes | %.0f | %.0f | %+.0f |\n' "$m1" "$m2" "$(awk -v a="$m1" -v b="$m2" 'BEGIN {print b-a}')"
+echo
+echo "Throughput: ringjob --ranks $RANKS --duration $DUR, $REPS interleaved pairs, $(nproc) CPUs, $(uname -r)"
+echo
+echo "| mode | MB/s untraced (median) | MB/s traced (median) | traced/untraced (min-max) | nccltrace CPU (steady state) | send+recv calls with data (BPF) |"
 echo "|---|---|---|---|---|---|"
 run_mode "non-blocking (EAGAIN spin), 64 KiB steps"
 run_mode "non-blocking, 1 MiB steps" --size 1048576

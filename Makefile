@@ -43,6 +43,10 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 DEMO := $(OUTPUT)/ringjob
 CALLCOST := $(OUTPUT)/callcost
 
+# the fake NCCL library and the NCCL fixture job (tests/fixtures)
+.DEFAULT_GOAL := all
+-include tests/fixtures/fixtures.mk
+
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS)
 .PHONY: all static test check demo bench clean format

@@ -28,8 +28,8 @@ WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUTPUT) \
 	      -DNT_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUTPUT)
-LIBS := -lbpf -lelf -lz -ljansson
-STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lz -lzstd -ljansson
+LIBS := -lbpf -ldw -lelf -lz -ljansson
+STATIC_LIBS := -Wl,-Bstatic -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -ljansson
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
@@ -48,7 +48,7 @@ CALLCOST := $(OUTPUT)/callcost
 -include tests/fixtures/fixtures.mk
 
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJS)
+.SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
 .PHONY: all static test check demo bench clean format
 
 all: $(OUTPUT)/nccltrace $(DEMO)

@@ -25,6 +25,7 @@ enum nt_event_type {
 	NT_EV_CONN_STATE = 4, /* TCP state change of a traced connection (carries its counters) */
 	NT_EV_RETRANS = 5,
 	NT_EV_RESET = 6, /* RST received */
+	NT_EV_NCCL = 7,	 /* an NCCL probe fired (entry or return) */
 };
 
 /* Indices of the per-CPU stats array: drops and full maps are counted, never silent. */
@@ -101,8 +102,10 @@ struct nt_conn {
 	__u32 recv_q; /* rcv_nxt - copied_seq: bytes the owner has not read */
 	__u32 flags;
 	__u32 resets;
+	__u32 nccl_phase; /* NCCL probe on top of the creating thread's phase stack, 0 if none */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct nt_conn) == 240, "nt_conn layout");
+_Static_assert(sizeof(struct nt_conn) == 248, "nt_conn layout");
 
 /* Every ring-buffer record starts with this. */
 struct nt_ev_hdr {
@@ -132,6 +135,127 @@ struct nt_ev_conn {
 	__u32 pad;
 	struct nt_conn c; /* counters at the time of the event */
 };
-_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 240, "nt_ev_conn layout");
+_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 248, "nt_ev_conn layout");
+
+/*
+ * NCCL probes. One entry and one return program serve them all: the uprobe's BPF cookie is
+ * (library slot << 16) | probe id. Arguments in comments are NCCL 2.28's.
+ */
+enum nt_probe {
+	NT_P_NONE = 0,
+	NT_P_COMM_INIT,	      /* ncclCommInitRankFunc(job) */
+	NT_P_BOOTSTRAP_INIT,  /* bootstrapInit(nHandles, handles, comm) */
+	NT_P_BOOTSTRAP_SPLIT, /* bootstrapSplit(magic, comm, parent, color, key, parentRanks) */
+	NT_P_ALLGATHER,	      /* bootstrapAllGather(state, data, size) */
+	NT_P_BOOTSTRAP_SEND,  /* bootstrapSend(state, peer, tag, data, size) */
+	NT_P_BOOTSTRAP_RECV,  /* bootstrapRecv(state, peer, tag, data, size) */
+	NT_P_INIT_TRANSPORTS, /* initTransportsRank(comm, parent, timers) */
+	NT_P_TOPO_GET,	      /* ncclTopoGetSystem(comm, system, dumpXmlFile) */
+	NT_P_TOPO_COMPUTE,    /* ncclTopoCompute(system, graph) */
+	NT_P_RING_CONNECT,    /* ncclTransportRingConnect(comm) */
+	NT_P_TREE_CONNECT,    /* ncclTransportTreeConnect(comm) */
+	NT_P_P2P_SETUP,	      /* ncclTransportP2pSetup(comm, graph, connIndex) */
+	NT_P_PROXY_CONNECT,   /* ncclProxyConnect(comm, transport, send, proxyRank, conn) */
+	NT_P_PROXY_CALL, /* ncclProxyCallBlocking(comm, conn, type, req, reqSize, resp, respSize) */
+	NT_P_SOCKET_CONNECT,	 /* ncclSocketConnect(sock) */
+	NT_P_SOCKET_ACCEPT,	 /* ncclSocketAccept(sock, listenSock) */
+	NT_P_CONNECT_RETRY,	 /* socketConnectCheck.part.2(sock, errno, funcName): every retry */
+	NT_P_NET_CONNECT,	 /* ncclNetSocketConnect(ctx, dev, handle, sendComm*, devHandle*) */
+	NT_P_NET_ACCEPT,	 /* ncclNetSocketAccept(listenComm, recvComm*, devHandle*) */
+	NT_P_ENV,		 /* ncclEnvPluginGetEnv(name) -> value: every NCCL setting read */
+	NT_P_DEBUG_LOG,		 /* ncclDebugLog(level, flags, filefunc, line, fmt, ...) */
+	NT_P_ENQUEUE,		 /* ncclEnqueueCheck(info): only with --collectives */
+	NT_P_ROLE_PROXY_SERVICE, /* thread start routines: the thread's role */
+	NT_P_ROLE_PROXY_PROGRESS,
+	NT_P_ROLE_BOOTSTRAP_ROOT,
+	NT_P_ROLE_IB_ASYNC,
+	NT_P_ROLE_NET_SOCKET,
+	NT_P_MAX,
+};
+
+#define NT_MAX_LIBS    16
+#define NT_PHASE_DEPTH 8
+
+/* Offsets into NCCL's structs for one library (from its DWARF or a verified table); -1: unknown */
+struct nt_nccl_offsets {
+	__s32 sock_fd;
+	__s32 sock_addr;
+	__s32 sock_state;
+	__s32 sock_type;
+	__s32 comm_hash;
+	__s32 comm_rank;
+	__s32 comm_nranks;
+	__s32 comm_seq;
+	__s32 info_coll;
+	__s32 info_count;
+	__s32 info_datatype;
+	__s32 info_root;
+	__s32 info_comm;
+	__s32 bstate_rank;
+	__s32 bstate_nranks;
+	__s32 graph_id;
+	__s64 lasterr_delta; /* &ncclLastError - &ncclDebugLog, 0 if unknown */
+};
+_Static_assert(sizeof(struct nt_nccl_offsets) == 72, "nt_nccl_offsets layout");
+
+/* A thread's stack of NCCL phases (probes with a return), innermost last. */
+struct nt_phase_frame {
+	__u16 probe;
+	__u16 lib;
+	__u32 pad;
+	__u64 since_ns;
+	__u64 ip; /* address of the probed function in this process */
+	__u64 args[3];
+};
+
+struct nt_phase_stack {
+	__u32 depth;
+	__u32 pad;
+	struct nt_phase_frame f[NT_PHASE_DEPTH];
+};
+_Static_assert(sizeof(struct nt_phase_frame) == 48, "nt_phase_frame layout");
+
+struct nt_ev_nccl {
+	struct nt_ev_hdr h;
+	__u32 pid;
+	__u32 tid;
+	__u16 probe;
+	__u8 ret;   /* 0 entry, 1 return */
+	__u8 depth; /* of the phase stack after the entry / before the return */
+	__u32 lib;
+	__u64 args[5];
+	__s64 retval;
+	__u64 since_ns; /* returns: when the function was entered */
+	union {
+		struct {
+			__s32 fd;
+			__s32 state;
+			__s32 type;
+			__u32 pad;
+			__u8 addr[28]; /* struct sockaddr_in or sockaddr_in6 */
+			__u32 pad2;
+		} sock;
+		struct {
+			__u64 comm;
+			__u64 hash;
+			__s32 rank;
+			__s32 nranks;
+		} comm;
+		struct {
+			char name[64];
+			char value[192];
+		} env;
+		struct {
+			__s32 coll;
+			__s32 datatype;
+			__s32 root;
+			__u32 pad;
+			__u64 count;
+			__u64 comm;
+		} info;
+		char text[256];
+	} d;
+};
+_Static_assert(sizeof(struct nt_ev_nccl) == 16 + 16 + 40 + 16 + 256, "nt_ev_nccl layout");
 
 #endif /* NCCLTRACE_H */

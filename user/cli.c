@@ -15,12 +15,14 @@ const char cli_main_help[] =
 	"Commands:\n"
 	"  run [OPTIONS] -- CMD [ARGS...]   run CMD as the invoking user and trace it\n"
 	"  report [--json] DUMP             summarise a trace dump\n"
+	"  probes LIB                       what nccltrace can probe in an NCCL library\n"
 	"  version                          print the version\n"
 	"\n"
 	"Examples:\n"
 	"  sudo nccltrace run -- torchrun --nproc_per_node=8 train.py\n"
 	"  sudo nccltrace run --stall-threshold 3 -- ./build/ringjob --ranks 4 --stall-rank 1\n"
 	"  nccltrace report --json nccltrace-myhost-20261129-120000.jsonl\n"
+	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n"
 	"\n"
 	"'nccltrace COMMAND --help' describes a command.\n";
 

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "nccllib.h"
 #include "report.h"
 #include "run.h"
 
@@ -17,6 +18,8 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "probes"))
+		return nccllib_probes_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(cli_main_help, stdout);
 		return 0;

@@ -9,11 +9,11 @@
 #include <bpf/libbpf.h>
 #include "cli.h"
 #include "log.h"
-#include "sock.skel.h"
+#include "nccltrace.skel.h"
 #include "tracer.h"
 
 struct tracer {
-	struct sock_bpf *skel;
+	struct nccltrace_bpf *skel;
 	struct ring_buffer *rb;
 	enum nt_attach_mode mode;
 	char notes[512];
@@ -55,7 +55,7 @@ static int handle_event(void *ctx, void *data, size_t size)
 	return t->on_event ? t->on_event(t->ctx, data, size) : 0;
 }
 
-static void set_mode_autoload(struct sock_bpf *s, enum nt_attach_mode m)
+static void set_mode_autoload(struct nccltrace_bpf *s, enum nt_attach_mode m)
 {
 	bpf_program__set_autoload(s->progs.nt_fexit_send, m == NT_MODE_FENTRY);
 	bpf_program__set_autoload(s->progs.nt_fexit_recv, m == NT_MODE_FENTRY);
@@ -95,7 +95,7 @@ static void detach_all(struct tracer *t)
 /* Required hooks: send/receive for the mode, plus the process-tree tracepoints. */
 static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
 {
-	struct sock_bpf *s = t->skel;
+	struct nccltrace_bpf *s = t->skel;
 	struct {
 		struct bpf_program *p;
 		const char *tp;
@@ -134,7 +134,7 @@ static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, s
 /* Optional hooks: their absence degrades a figure, never the trace. */
 static void attach_optional(struct tracer *t)
 {
-	struct sock_bpf *s = t->skel;
+	struct nccltrace_bpf *s = t->skel;
 	struct {
 		struct bpf_program *p;
 		const char *tp;
@@ -157,29 +157,29 @@ static void attach_optional(struct tracer *t)
 
 static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
 {
-	struct sock_bpf *s;
+	struct nccltrace_bpf *s;
 	int err;
 
 	libbpf_last[0] = '\0';
-	s = sock_bpf__open();
+	s = nccltrace_bpf__open();
 	if (!s) {
 		err = -errno;
 		snprintf(why, len, "cannot open BPF object: %s", strerror(-err));
 		return err;
 	}
 	set_mode_autoload(s, m);
-	err = sock_bpf__load(s);
+	err = nccltrace_bpf__load(s);
 	if (err) {
 		snprintf(why, len, "cannot load BPF programs: %s%s%s", strerror(-err),
 			 libbpf_last[0] ? ": " : "", libbpf_last);
-		sock_bpf__destroy(s);
+		nccltrace_bpf__destroy(s);
 		return err;
 	}
 	t->skel = s;
 	err = attach_required(t, m, why, len);
 	if (err) {
 		detach_all(t);
-		sock_bpf__destroy(s);
+		nccltrace_bpf__destroy(s);
 		t->skel = NULL;
 		return err;
 	}
@@ -236,7 +236,7 @@ void tracer__close(struct tracer *t)
 		return;
 	ring_buffer__free(t->rb);
 	detach_all(t);
-	sock_bpf__destroy(t->skel);
+	nccltrace_bpf__destroy(t->skel);
 	free(t);
 }
 

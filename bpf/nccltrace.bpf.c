@@ -142,6 +142,9 @@ static __always_inline void read_tcp_figures(const struct sock *sk, struct nt_co
 	c->recv_q = rcv_nxt - copied_seq;
 }
 
+/* The NCCL phase the thread is in (innermost probe on its stack), 0 outside NCCL */
+static __always_inline __u32 thread_phase(__u32 tid);
+
 static __always_inline struct nt_conn *conn_create(const struct sock *sk, __u64 pid_tgid, __u64 now,
 						   __u32 flags)
 {
@@ -157,6 +160,7 @@ static __always_inline struct nt_conn *conn_create(const struct sock *sk, __u64 
 	c.state_ns = now;
 	c.state = BPF_CORE_READ(sk, __sk_common.skc_state);
 	c.flags = flags;
+	c.nccl_phase = thread_phase((__u32)pid_tgid);
 	if (bpf_map_update_elem(&conns, &key, &c, BPF_NOEXIST) &&
 	    bpf_map_lookup_elem(&conns, &key) == NULL) {
 		stat_inc(NT_STAT_CONN_FULL);
@@ -503,5 +507,275 @@ int BPF_PROG(nt_exit, struct task_struct *task)
 		code = BPF_CORE_READ(task, signal, group_exit_code);
 	bpf_map_delete_elem(&traced, &tgid);
 	emit_proc(NT_EV_EXIT, tgid, parent, BPF_CORE_READ(task, pid), code, task);
+	return 0;
+}
+
+/* --- NCCL uprobes --- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NT_MAX_LIBS);
+	__type(key, __u32);
+	__type(value, struct nt_nccl_offsets);
+} nccl_offs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32); /* tid */
+	__type(value, struct nt_phase_stack);
+} phases SEC(".maps");
+
+/* a zeroed stack to insert from (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nt_phase_stack);
+} phase_zero SEC(".maps");
+
+static __always_inline __u32 thread_phase(__u32 tid)
+{
+	struct nt_phase_stack *st = bpf_map_lookup_elem(&phases, &tid);
+	__u32 d;
+
+	if (!st || st->depth == 0)
+		return 0;
+	d = st->depth - 1;
+	return d < NT_PHASE_DEPTH ? st->f[d].probe : 0;
+}
+
+static __always_inline struct nt_ev_nccl *nccl_event(__u64 id, __u16 probe, __u32 lib, bool ret)
+{
+	struct nt_ev_nccl *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(NT_STAT_RB_DROP);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->h.type = NT_EV_NCCL;
+	e->h.size = sizeof(*e);
+	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.ts_ns = bpf_ktime_get_ns();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->probe = probe;
+	e->lib = lib;
+	e->ret = ret;
+	return e;
+}
+
+static __always_inline void read_socket(struct nt_ev_nccl *e, __u64 sock,
+					const struct nt_nccl_offsets *o)
+{
+	if (!sock || o->sock_fd < 0)
+		return;
+	bpf_probe_read_user(&e->d.sock.fd, 4, (void *)(sock + o->sock_fd));
+	if (o->sock_state >= 0)
+		bpf_probe_read_user(&e->d.sock.state, 4, (void *)(sock + o->sock_state));
+	if (o->sock_type >= 0)
+		bpf_probe_read_user(&e->d.sock.type, 4, (void *)(sock + o->sock_type));
+	if (o->sock_addr >= 0)
+		bpf_probe_read_user(e->d.sock.addr, sizeof(e->d.sock.addr),
+				    (void *)(sock + o->sock_addr));
+}
+
+static __always_inline void read_comm(struct nt_ev_nccl *e, __u64 comm,
+				      const struct nt_nccl_offsets *o)
+{
+	if (!comm || o->comm_rank < 0)
+		return;
+	e->d.comm.comm = comm;
+	bpf_probe_read_user(&e->d.comm.rank, 4, (void *)(comm + o->comm_rank));
+	if (o->comm_nranks >= 0)
+		bpf_probe_read_user(&e->d.comm.nranks, 4, (void *)(comm + o->comm_nranks));
+	if (o->comm_hash >= 0)
+		bpf_probe_read_user(&e->d.comm.hash, 8, (void *)(comm + o->comm_hash));
+}
+
+static __always_inline bool probe_has_return(__u16 p)
+{
+	return p != NT_P_CONNECT_RETRY && p != NT_P_ENQUEUE && p < NT_P_ROLE_PROXY_SERVICE;
+}
+
+SEC("uprobe")
+int nt_uprobe(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u16 probe = cookie & 0xffff;
+	__u32 lib = (cookie >> 16) & (NT_MAX_LIBS - 1), tid = (__u32)id, zero = 0;
+	const struct nt_nccl_offsets *o;
+	struct nt_phase_stack *st;
+	struct nt_ev_nccl *e;
+	__u64 a0 = PT_REGS_PARM1(ctx), a1 = PT_REGS_PARM2(ctx), a2 = PT_REGS_PARM3(ctx);
+
+	if (!tgid_traced(id >> 32))
+		return 0;
+	o = bpf_map_lookup_elem(&nccl_offs, &lib);
+	if (!o)
+		return 0;
+	if (probe_has_return(probe)) {
+		st = bpf_map_lookup_elem(&phases, &tid);
+		if (!st) {
+			struct nt_phase_stack *z = bpf_map_lookup_elem(&phase_zero, &zero);
+
+			if (!z)
+				return 0;
+			bpf_map_update_elem(&phases, &tid, z, BPF_NOEXIST);
+			st = bpf_map_lookup_elem(&phases, &tid);
+			if (!st)
+				return 0;
+		}
+		if (st->depth < NT_PHASE_DEPTH) {
+			__u32 d = st->depth;
+
+			if (d < NT_PHASE_DEPTH) {
+				st->f[d].probe = probe;
+				st->f[d].lib = lib;
+				st->f[d].since_ns = bpf_ktime_get_ns();
+				st->f[d].ip = PT_REGS_IP(ctx);
+				st->f[d].args[0] = a0;
+				st->f[d].args[1] = a1;
+				/* ncclNetSocketConnect's sendComm** is its 4th argument */
+				st->f[d].args[2] =
+					probe == NT_P_NET_CONNECT ? PT_REGS_PARM4(ctx) : a2;
+			}
+		}
+		st->depth++; /* counts past the frames kept, so returns still pair up */
+	}
+	/* settings and log calls are told at their return, with the value or the text */
+	if (probe == NT_P_ENV || probe == NT_P_DEBUG_LOG)
+		return 0;
+	e = nccl_event(id, probe, lib, false);
+	if (!e)
+		return 0;
+	e->args[0] = a0;
+	e->args[1] = a1;
+	e->args[2] = a2;
+	e->args[3] = PT_REGS_PARM4(ctx);
+	e->args[4] = PT_REGS_PARM5(ctx);
+	switch (probe) {
+	case NT_P_BOOTSTRAP_INIT:
+		read_comm(e, a2, o);
+		break;
+	case NT_P_BOOTSTRAP_SPLIT:
+	case NT_P_INIT_TRANSPORTS:
+	case NT_P_RING_CONNECT:
+	case NT_P_TREE_CONNECT:
+	case NT_P_P2P_SETUP:
+	case NT_P_PROXY_CONNECT:
+	case NT_P_PROXY_CALL:
+		read_comm(e, probe == NT_P_BOOTSTRAP_SPLIT ? a1 : a0, o);
+		/* the graph's id (0 ring, 1 tree, 2 CollNet chain, 3 NVLS, 4 CollNet direct) */
+		e->args[3] = -1;
+		if (probe == NT_P_P2P_SETUP && a1 && o->graph_id >= 0)
+			bpf_probe_read_user(&e->args[3], 4, (void *)(a1 + o->graph_id));
+		break;
+	case NT_P_ALLGATHER:
+	case NT_P_BOOTSTRAP_SEND:
+	case NT_P_BOOTSTRAP_RECV:
+		if (a0 && o->bstate_rank >= 0) {
+			bpf_probe_read_user(&e->d.comm.rank, 4, (void *)(a0 + o->bstate_rank));
+			bpf_probe_read_user(&e->d.comm.nranks, 4, (void *)(a0 + o->bstate_nranks));
+		}
+		break;
+	case NT_P_SOCKET_CONNECT:
+		read_socket(e, a0, o);
+		break;
+	case NT_P_CONNECT_RETRY:
+		/* a .part clone: its arguments are not trusted; the socket is ncclSocketConnect's */
+		st = bpf_map_lookup_elem(&phases, &tid);
+		if (st && st->depth > 0 && st->depth <= NT_PHASE_DEPTH) {
+			__u32 d = st->depth - 1;
+
+			if (d < NT_PHASE_DEPTH && st->f[d].probe == NT_P_SOCKET_CONNECT)
+				read_socket(e, st->f[d].args[0], o);
+		}
+		break;
+	case NT_P_ENQUEUE:
+		if (a0 && o->info_coll >= 0) {
+			bpf_probe_read_user(&e->d.info.coll, 4, (void *)(a0 + o->info_coll));
+			bpf_probe_read_user(&e->d.info.count, 8, (void *)(a0 + o->info_count));
+			bpf_probe_read_user(&e->d.info.datatype, 4,
+					    (void *)(a0 + o->info_datatype));
+			bpf_probe_read_user(&e->d.info.root, 4, (void *)(a0 + o->info_root));
+			bpf_probe_read_user(&e->d.info.comm, 8, (void *)(a0 + o->info_comm));
+		}
+		break;
+	}
+	if (probe_has_return(probe)) {
+		st = bpf_map_lookup_elem(&phases, &tid);
+		e->depth = st ? st->depth : 0;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("uretprobe")
+int nt_uretprobe(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	__u16 probe = cookie & 0xffff;
+	__u32 lib = (cookie >> 16) & (NT_MAX_LIBS - 1), tid = (__u32)id;
+	const struct nt_nccl_offsets *o;
+	struct nt_phase_frame fr = {};
+	struct nt_phase_stack *st;
+	struct nt_ev_nccl *e;
+	__u32 d;
+
+	if (!tgid_traced(id >> 32))
+		return 0;
+	o = bpf_map_lookup_elem(&nccl_offs, &lib);
+	st = bpf_map_lookup_elem(&phases, &tid);
+	if (!o || !st || st->depth == 0)
+		return 0;
+	d = --st->depth;
+	if (d < NT_PHASE_DEPTH)
+		__builtin_memcpy(&fr, &st->f[d], sizeof(fr));
+	if (fr.probe != probe)
+		fr.probe = 0; /* the entry was missed (probe attached mid-call): no arguments */
+	if (probe == NT_P_DEBUG_LOG && (fr.args[0] != 2 || !o->lasterr_delta))
+		return 0; /* only warnings are told */
+	e = nccl_event(id, probe, lib, true);
+	if (!e)
+		return 0;
+	e->depth = d;
+	e->retval = PT_REGS_RC(ctx);
+	e->since_ns = fr.since_ns;
+	e->args[0] = fr.args[0];
+	e->args[1] = fr.args[1];
+	e->args[2] = fr.args[2];
+	switch (probe) {
+	case NT_P_SOCKET_CONNECT:
+		read_socket(e, fr.args[0], o);
+		break;
+	case NT_P_SOCKET_ACCEPT:
+		read_socket(e, fr.args[0], o); /* the accepted socket: fd and peer address */
+		break;
+	case NT_P_ENV:
+		if (fr.args[0])
+			bpf_probe_read_user_str(e->d.env.name, sizeof(e->d.env.name),
+						(void *)fr.args[0]);
+		if (e->retval)
+			bpf_probe_read_user_str(e->d.env.value, sizeof(e->d.env.value),
+						(void *)e->retval);
+		break;
+	case NT_P_DEBUG_LOG:
+		/* WARN formats into the global ncclLastError before checking NCCL_DEBUG */
+		bpf_probe_read_user_str(e->d.text, sizeof(e->d.text),
+					(void *)(fr.ip + o->lasterr_delta));
+		break;
+	case NT_P_NET_CONNECT:
+	case NT_P_NET_ACCEPT:
+		/* *sendComm / *recvComm stays NULL until the re-entrant connect/accept is done */
+		if (fr.args[probe == NT_P_NET_CONNECT ? 2 : 1])
+			bpf_probe_read_user(&e->args[3], 8,
+					    (void *)fr.args[probe == NT_P_NET_CONNECT ? 2 : 1]);
+		break;
+	}
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }

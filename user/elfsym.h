@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbols of a shared library, for uprobes: functions from .symtab and .dynsym by (mangled)
+ * name, with their file offsets; the GNU build-id; and whether the file has DWARF.
+ */
+#ifndef NT_ELFSYM_H
+#define NT_ELFSYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_sym {
+	const char *name; /* owned by the elf_lib */
+	uint64_t vaddr;
+	uint64_t size;
+	uint64_t offset; /* in the file: what a uprobe attaches to */
+	bool global;
+	bool func; /* STT_FUNC, else STT_OBJECT */
+};
+
+struct elf_lib;
+
+/* 0 or -errno; err says what is wrong with the file ("not an ELF file", ...) */
+int elflib_open(const char *path, struct elf_lib **out, char *err, size_t errlen);
+void elflib_close(struct elf_lib *l);
+
+const char *elflib_build_id(const struct elf_lib *l); /* hex, "" if none */
+bool elflib_has_symtab(const struct elf_lib *l);
+bool elflib_has_dwarf(const struct elf_lib *l);
+
+/*
+ * The functions named exactly name. A clone (.cold/.isra/.part/.constprop) is only found when
+ * asked for by its full name: its ABI differs. Several may share a static name (net.cc and coll_net.cc both define sendSetup): up to max are
+ * returned, ordered by address. Returns how many exist.
+ */
+int elflib_find(const struct elf_lib *l, const char *name, struct elf_sym *out, int max);
+/* The data object named name (e.g. ncclLastError); 0 or -ENOENT */
+int elflib_find_object(const struct elf_lib *l, const char *name, struct elf_sym *out);
+
+/* A string in the read-only data starting with prefix ("NCCL version "), copied to buf. */
+int elflib_find_string(const struct elf_lib *l, const char *prefix, char *buf, size_t len);
+
+/* A clone suffix (".cold", ".isra.5", ".part.2", ".constprop.0") ends this name. */
+bool elfsym_is_clone(const char *name);
+
+#endif /* NT_ELFSYM_H */

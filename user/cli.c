@@ -65,6 +65,22 @@ const char cli_report_help[] =
 	"Example:\n"
 	"  nccltrace report --json /tmp/ring.jsonl\n";
 
+const char cli_probes_help[] =
+	"Usage: nccltrace probes [--no-cache] LIB\n"
+	"\n"
+	"Check what nccltrace can probe in an NCCL library: its version and build-id, each probe\n"
+	"(resolved or missing, with its file offset), and where the struct offsets come from\n"
+	"(DWARF, the cache, a built-in table, or none). Exits 0 when the core probes resolve,\n"
+	"1 otherwise.\n"
+	"\n"
+	"Options:\n"
+	"  --no-cache  neither read nor write the offsets cache ($NCCLTRACE_CACHE_DIR or\n"
+	"              /var/cache/nccltrace)\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"Example:\n"
+	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n";
+
 int cli_parse_seconds(const char *s, double max, double *out)
 {
 	char *end;

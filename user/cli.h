@@ -51,5 +51,6 @@ const char *cli_mode_name(enum nt_attach_mode m);
 extern const char cli_run_help[];
 extern const char cli_main_help[];
 extern const char cli_report_help[];
+extern const char cli_probes_help[];
 
 #endif /* NT_CLI_H */

@@ -295,17 +295,6 @@ int nccllib_find_in_maps(const char *maps, char *path, size_t len)
 	return -ENOENT;
 }
 
-static const char probes_help[] =
-	"Usage: nccltrace probes [--no-cache] LIB\n"
-	"\n"
-	"Check what nccltrace can probe in an NCCL library: its version and build-id, each probe\n"
-	"(resolved or missing, with its address), and where the struct offsets come from (DWARF,\n"
-	"the cache, a built-in table, or none). Exits 0 when the core probes resolve, 1 "
-	"otherwise.\n"
-	"\n"
-	"Example:\n"
-	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n";
-
 int nccllib_probes_main(int argc, char **argv)
 {
 	struct nccl_lib lib;
@@ -315,7 +304,7 @@ int nccllib_probes_main(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(probes_help, stdout);
+			fputs(cli_probes_help, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "--no-cache")) {
 			no_cache = true;

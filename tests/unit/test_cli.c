@@ -372,6 +372,9 @@ static int parse_example(const char *line, char *err)
 		struct report_opts o;
 
 		rc = cli_parse_report(argc - first, argv + first, &o, err, ERRLEN);
+	} else if (strcmp(argv[first], "probes") == 0) {
+		/* one library path, options before it */
+		rc = argc - first >= 2 && argv[argc - 1][0] != '-' ? 0 : -1;
 	} else {
 		return -1;
 	}
@@ -415,8 +418,9 @@ static void test_help_examples_parse(void **state)
 {
 	(void)state;
 	assert_int_equal(check_help_examples(cli_run_help), 2);
-	assert_int_equal(check_help_examples(cli_main_help), 3);
+	assert_int_equal(check_help_examples(cli_main_help), 4);
 	assert_int_equal(check_help_examples(cli_report_help), 1);
+	assert_int_equal(check_help_examples(cli_probes_help), 1);
 }
 
 static void test_report_parse(void **state)

@@ -29,11 +29,10 @@ const char cli_main_help[] =
 const char cli_run_help[] =
 	"Usage: nccltrace run [OPTIONS] -- CMD [ARGS...]\n"
 	"\n"
-	"Start CMD as the invoking user (SUDO_UID/SUDO_GID, or --user), follow it and every "
-	"process\n"
-	"it starts, account their TCP connections in the kernel, and name the process the others\n"
-	"wait on when progress stops. Findings are printed on stderr and written to the trace "
-	"dump.\n"
+	"Start CMD as the invoking user (SUDO_UID/SUDO_GID, or --user), follow it and every\n"
+	"process it starts, account their TCP connections in the kernel, follow NCCL's phases,\n"
+	"sockets and settings with uprobes, and name the process the others wait on when\n"
+	"progress stops. Findings are printed on stderr and written to the trace dump.\n"
 	"Exits with CMD's status (128+N if a signal N killed it); 64-78 for nccltrace's own "
 	"errors.\n"
 	"\n"
@@ -44,6 +43,11 @@ const char cli_run_help[] =
 	"      --no-tui               plain output (the only mode so far)\n"
 	"  -u, --user NAME            run CMD as NAME (default: the sudo caller)\n"
 	"      --attach-mode MODE     auto (default), fentry, kprobe or tracepoint\n"
+	"      --nccl-lib PATH        probe this NCCL library from the start (default: found in\n"
+	"                             the processes' memory maps as they load it)\n"
+	"      --collectives          a probe per collective (type, count, root): costs several\n"
+	"                             microseconds per collective; collective counts are read\n"
+	"                             from NCCL's own counters without it\n"
 	"  -v, --verbose              more detail (-vv: libbpf debug output)\n"
 	"  -h, --help                 this help\n"
 	"\n"
@@ -134,13 +138,15 @@ static void bad_option(int c, int argc, char **argv, char *err, size_t errlen)
 
 int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_NO_TUI = 256, OPT_MODE };
+	enum { OPT_NO_TUI = 256, OPT_MODE, OPT_NCCL_LIB, OPT_COLLECTIVES };
 	static const struct option longopts[] = {
 		{"dump", required_argument, NULL, 'o'},
 		{"stall-threshold", required_argument, NULL, 't'},
 		{"no-tui", no_argument, NULL, OPT_NO_TUI},
 		{"user", required_argument, NULL, 'u'},
 		{"attach-mode", required_argument, NULL, OPT_MODE},
+		{"nccl-lib", required_argument, NULL, OPT_NCCL_LIB},
+		{"collectives", no_argument, NULL, OPT_COLLECTIVES},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -184,6 +190,12 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t e
 					 optarg);
 				return -1;
 			}
+			break;
+		case OPT_NCCL_LIB:
+			o->nccl_lib = optarg;
+			break;
+		case OPT_COLLECTIVES:
+			o->collectives = true;
 			break;
 		case 'v':
 			o->verbose++;

@@ -28,7 +28,9 @@ struct run_opts {
 	int verbose;
 	const char *user;
 	enum nt_attach_mode mode;
-	char **cmd; /* NULL-terminated, points into argv */
+	const char *nccl_lib; /* --nccl-lib: probe this library from the start */
+	bool collectives;     /* --collectives: a probe per collective (costly) */
+	char **cmd;	      /* NULL-terminated, points into argv */
 	int ncmd;
 	bool help;
 };

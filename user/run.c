@@ -24,9 +24,12 @@
 #include "dump.h"
 #include "findings.h"
 #include "fmt.h"
+#include "nccllib.h"
 #include "launcher.h"
 #include "log.h"
 #include "model.h"
+#include "ncclattach.h"
+#include "ncclstate.h"
 #include "run.h"
 #include "tracer.h"
 
@@ -38,6 +41,8 @@ struct session {
 	struct run_opts opts;
 	struct tracer *tracer;
 	struct model *model;
+	struct nccl_attach *nccl;
+	struct nccl_state *nstate;
 	struct dump *dump;
 	struct findings findings;
 	struct diag_config diag;
@@ -179,7 +184,7 @@ static void on_identity(void *ctx, int pid, const struct model_proc_info *pi)
 		pi->ri.source);
 }
 
-static json_t *conn_json(const struct snap_conn *sc, uint64_t now)
+static json_t *conn_json(const struct snap_conn *sc, uint64_t now, const char *label)
 {
 	const struct nt_conn *c = &sc->c;
 	char a[64];
@@ -218,6 +223,11 @@ static json_t *conn_json(const struct snap_conn *sc, uint64_t now)
 			    : sc->blocked == SNAP_BLOCK_SEND ? json_string("send")
 							     : json_null());
 	json_object_set_new(o, "closed", json_boolean(sc->closed));
+	if (label)
+		json_object_set_new(o, "nccl", json_string(label));
+	if (c->nccl_phase && nccl_probe(c->nccl_phase))
+		json_object_set_new(o, "nccl_created_in",
+				    json_string(nccl_probe(c->nccl_phase)->name));
 #undef AGE
 	return o;
 }
@@ -237,16 +247,84 @@ static void dump_snapshot(struct session *s, const struct snapshot *snap)
 		json_object_set_new(o, "state", json_string(st));
 		json_object_set_new(o, "where", json_string(p->where));
 		json_object_set_new(o, "cpu_busy", json_real((double)p->cpu_busy_ns / 1e9));
+		if (s->nstate) {
+			json_t *n = nccl_state__proc_json(s->nstate, p->pid, snap->now_ns);
+
+			if (n)
+				json_object_set_new(o, "nccl", n);
+		}
 		json_array_append_new(procs, o);
 	}
 	for (int i = 0; i < snap->nconns; i++)
 		if (!snap->conns[i].closed || snap->conns[i].closed_ns > s->last_snapshot_ns)
-			json_array_append_new(conns, conn_json(&snap->conns[i], snap->now_ns));
+			json_array_append_new(
+				conns,
+				conn_json(&snap->conns[i], snap->now_ns,
+					  nccl_state__socket_label(s->nstate, snap->conns[i].pid,
+								   snap->conns[i].c.ino)));
 	json_object_set_new(rec, "type", json_string("snapshot"));
 	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)snap->now_ns));
 	json_object_set_new(rec, "procs", procs);
 	json_object_set_new(rec, "conns", conns);
 	dump_put(s, rec);
+}
+
+static void on_nccl_lib(void *ctx, int slot, const struct nccl_lib *lib, const char *err)
+{
+	struct session *s = ctx;
+	json_t *o;
+
+	if (slot < 0) {
+		pr_warn("%s; NCCL phases are not traced, socket-level tracing continues\n", err);
+		return;
+	}
+	o = json_object();
+	json_object_set_new(o, "type", json_string("nccl_lib"));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now_mono()));
+	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(o, "path", json_string(lib->path));
+	json_object_set_new(o, "version", json_string(lib->version));
+	json_object_set_new(o, "build_id", json_string(lib->build_id));
+	json_object_set_new(o, "offsets", json_string(nccl_offsets_source_name(lib->offs_src)));
+	json_object_set_new(o, "probes_resolved", json_integer(lib->resolved));
+	json_object_set_new(o, "core_missing", json_integer(lib->missing_core));
+	dump_put(s, o);
+	pr_info("NCCL %s at %s: %d probes, offsets from %s\n",
+		lib->version[0] ? lib->version : "(version unknown)", lib->path, lib->resolved,
+		nccl_offsets_source_name(lib->offs_src));
+	if (lib->missing_core)
+		pr_warn("%s: %d core NCCL probe%s missing (stripped library?); those phases are "
+			"not "
+			"traced ('nccltrace probes %s' lists them)\n",
+			lib->path, lib->missing_core, lib->missing_core == 1 ? "" : "s", lib->path);
+	if (lib->offs_src == OFFS_NONE)
+		pr_warn("%s: no DWARF and an unknown build: struct fields are not read "
+			"(arguments only)\n",
+			lib->path);
+}
+
+static void on_nccl_attached(void *ctx, int pid, int slot, int nprobes, int nfailed)
+{
+	struct session *s = ctx;
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("nccl_attach"));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now_mono()));
+	json_object_set_new(o, "pid", json_integer(pid));
+	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(o, "probes", json_integer(nprobes));
+	json_object_set_new(o, "failed", json_integer(nfailed));
+	dump_put(s, o);
+	if (nfailed)
+		pr_warn("pid %d: %d NCCL probe%s could not be attached (-vv says why)\n", pid,
+			nfailed, nfailed == 1 ? "" : "s");
+}
+
+static int seq_offset(void *ctx, int slot)
+{
+	const struct nccl_lib *lib = nccl_attach__lib(((struct session *)ctx)->nccl, slot);
+
+	return lib ? lib->offs.comm_seq : -1;
 }
 
 static int conn_from_map(void *ctx, uint64_t sk, const struct nt_conn *c)
@@ -284,6 +362,10 @@ static void tick(struct session *s, bool force_snapshot)
 	now = now_mono();
 	model__refresh(s->model, now, on_identity, s);
 	model__snapshot(s->model, now, &s->snap);
+	for (int i = 0; i < s->snap.nprocs; i++)
+		if (!s->snap.procs[i].exited && !nccl_attach__has(s->nccl, s->snap.procs[i].pid))
+			nccl_attach__scan(s->nccl, s->snap.procs[i].pid);
+	nccl_state__sample(s->nstate);
 	n = diagnose(&s->snap, &s->diag, found, MAX_FINDINGS);
 	findings_update(&s->findings, found, n, now, on_finding, s);
 	if (force_snapshot || now - s->last_snapshot_ns >= SNAPSHOT_EVERY_NS) {
@@ -330,13 +412,18 @@ static int on_event(void *ctx, const void *data, size_t size)
 		if (h->type == NT_EV_FORK) {
 			model__proc_add(s->model, e->pid, e->ppid, comm, h->ts_ns);
 			dump_put(s, proc_event_json(e, "fork"));
+			nccl_attach__proc(s->nccl, e->pid);
 		} else if (h->type == NT_EV_EXEC) {
 			model__proc_exec(s->model, e->pid, comm);
 			dump_put(s, proc_event_json(e, "exec"));
 		} else {
 			model__proc_exit(s->model, e->pid, e->exit_code, h->ts_ns);
 			dump_put(s, proc_event_json(e, "exit"));
+			nccl_attach__exit(s->nccl, e->pid);
 		}
+	} else if (h->type == NT_EV_NCCL) {
+		if (size >= sizeof(struct nt_ev_nccl))
+			dump_put(s, nccl_state__event(s->nstate, data));
 	} else if (h->type == NT_EV_CONN_STATE || h->type == NT_EV_RETRANS ||
 		   h->type == NT_EV_RESET) {
 		const struct nt_ev_conn *e = data;
@@ -351,7 +438,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 		sc.c = e->c;
 		sc.pid = e->c.tgid;
 		sc.peer_pid = -1;
-		o = conn_json(&sc, h->ts_ns);
+		o = conn_json(&sc, h->ts_ns, nccl_state__socket_label(s->nstate, sc.pid, e->c.ino));
 		json_object_set_new(o, "type",
 				    json_string(h->type == NT_EV_CONN_STATE ? "conn_state"
 						: h->type == NT_EV_RETRANS  ? "retrans"
@@ -578,6 +665,19 @@ int run_main(int argc, char **argv)
 		pr_info("modes tried first: %s\n", tracer__mode_notes(s.tracer));
 	if (tracer__missing_hooks(s.tracer)[0])
 		pr_info("optional hooks not available: %s\n", tracer__missing_hooks(s.tracer));
+	{
+		struct nccl_attach_cb cb = {
+			.lib = on_nccl_lib, .attached = on_nccl_attached, .ctx = &s};
+
+		s.nccl = nccl_attach__new(s.tracer, s.opts.collectives, &cb);
+		s.nstate = nccl_state__new(seq_offset, &s);
+		if (!s.nccl || !s.nstate) {
+			fprintf(stderr, "nccltrace: out of memory\n");
+			tracer__close(s.tracer);
+			model__free(s.model);
+			return EXIT_OSERR;
+		}
+	}
 
 	if (s.opts.dump_path)
 		snprintf(path, sizeof(path), "%s", s.opts.dump_path);
@@ -593,6 +693,11 @@ int run_main(int argc, char **argv)
 		return EXIT_CANTCREAT;
 	}
 	write_header(&s, host);
+	if (s.opts.nccl_lib && nccl_attach__add_lib(s.nccl, s.opts.nccl_lib, err, sizeof(err))) {
+		fprintf(stderr, "nccltrace: --nccl-lib: %s\n", err);
+		exit_code = EXIT_NOINPUT;
+		goto out;
+	}
 
 	rc = setup_fds(&mask, &sfd, &tfd);
 	if (!rc)
@@ -607,6 +712,8 @@ int run_main(int argc, char **argv)
 	if (rc)
 		pr_warn("cannot follow pid %d: %s; the job runs untraced\n", s.job.pid,
 			strerror(-rc));
+	/* before exec: probes on a known library are live before the job can call NCCL */
+	nccl_attach__proc(s.nccl, s.job.pid);
 	rc = launcher_start(&s.job);
 	if (rc) {
 		int status;
@@ -641,6 +748,8 @@ out:
 	if (tfd >= 0)
 		close(tfd);
 	dump__close(s.dump);
+	nccl_attach__free(s.nccl);
+	nccl_state__free(s.nstate);
 	tracer__close(s.tracer);
 	findings_free(&s.findings);
 	model__free(s.model);

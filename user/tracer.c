@@ -308,3 +308,29 @@ int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX])
 	}
 	return 0;
 }
+
+int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o)
+{
+	__u32 key = slot;
+
+	if (slot < 0 || slot >= NT_MAX_LIBS)
+		return -EINVAL;
+	if (bpf_map__update_elem(t->skel->maps.nccl_offs, &key, sizeof(key), o, sizeof(*o), 0))
+		return -errno;
+	return 0;
+}
+
+int tracer__attach_uprobe(struct tracer *t, int pid, const char *path, uint64_t offset,
+			  uint64_t cookie, bool ret, struct bpf_link **link)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_program *p = ret ? t->skel->progs.nt_uretprobe : t->skel->progs.nt_uprobe;
+
+	*link = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
+	return *link ? 0 : -errno;
+}
+
+void tracer__detach(struct bpf_link *link)
+{
+	bpf_link__destroy(link);
+}

@@ -7,6 +7,7 @@
 #ifndef NT_TRACER_H
 #define NT_TRACER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "nccltrace.h"
@@ -40,6 +41,18 @@ int tracer__poll(struct tracer *t);
 /* Visit every tracked connection; stop early if fn returns non-zero. */
 int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const struct nt_conn *c),
 		      void *ctx);
+/* Offsets of NCCL's struct fields for library slot (0..NT_MAX_LIBS-1). 0 or -errno. */
+int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o);
+
+struct bpf_link;
+/*
+ * A uprobe (or uretprobe) at offset in the file path, for process pid only, carrying cookie.
+ * The link is the caller's to destroy. 0 or -errno.
+ */
+int tracer__attach_uprobe(struct tracer *t, int pid, const char *path, uint64_t offset,
+			  uint64_t cookie, bool ret, struct bpf_link **link);
+void tracer__detach(struct bpf_link *link);
+
 /* Sum of the per-CPU counters */
 int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX]);
 

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "log.h"
+#include "ncclattach.h"
+
+struct pid_links {
+	int pid;
+	unsigned int slots; /* bitmask of libraries attached */
+	bool scanned_done;  /* has a library: no more maps scans */
+	struct bpf_link **links;
+	int nlinks, cap;
+};
+
+struct nccl_attach {
+	struct tracer *tracer;
+	bool collectives;
+	struct nccl_attach_cb cb;
+	struct nccl_lib libs[NT_MAX_LIBS];
+	dev_t dev[NT_MAX_LIBS];
+	ino_t ino[NT_MAX_LIBS];
+	int nlibs;
+	struct pid_links *pids;
+	int npids, cap;
+};
+
+struct nccl_attach *nccl_attach__new(struct tracer *t, bool collectives,
+				     const struct nccl_attach_cb *cb)
+{
+	struct nccl_attach *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->tracer = t;
+	a->collectives = collectives;
+	a->cb = *cb;
+	return a;
+}
+
+static void pid_drop(struct pid_links *p)
+{
+	for (int i = 0; i < p->nlinks; i++)
+		tracer__detach(p->links[i]);
+	free(p->links);
+	p->links = NULL;
+	p->nlinks = p->cap = 0;
+}
+
+void nccl_attach__free(struct nccl_attach *a)
+{
+	if (!a)
+		return;
+	for (int i = 0; i < a->npids; i++)
+		pid_drop(&a->pids[i]);
+	free(a->pids);
+	free(a);
+}
+
+static struct pid_links *pid_get(struct nccl_attach *a, int pid, bool create)
+{
+	for (int i = 0; i < a->npids; i++)
+		if (a->pids[i].pid == pid)
+			return &a->pids[i];
+	if (!create)
+		return NULL;
+	if (a->npids == a->cap) {
+		int cap = a->cap ? a->cap * 2 : 16;
+		struct pid_links *np = realloc(a->pids, cap * sizeof(*np));
+
+		if (!np)
+			return NULL;
+		a->pids = np;
+		a->cap = cap;
+	}
+	memset(&a->pids[a->npids], 0, sizeof(a->pids[0]));
+	a->pids[a->npids].pid = pid;
+	return &a->pids[a->npids++];
+}
+
+static int link_add(struct pid_links *p, struct bpf_link *l)
+{
+	if (p->nlinks == p->cap) {
+		int cap = p->cap ? p->cap * 2 : 64;
+		struct bpf_link **nl = realloc(p->links, cap * sizeof(*nl));
+
+		if (!nl)
+			return -ENOMEM;
+		p->links = nl;
+		p->cap = cap;
+	}
+	p->links[p->nlinks++] = l;
+	return 0;
+}
+
+static void attach_slot(struct nccl_attach *a, struct pid_links *p, int slot)
+{
+	const struct nccl_lib *lib = &a->libs[slot];
+	int ok = 0, failed = 0;
+
+	if (p->slots & (1u << slot))
+		return;
+	p->slots |= 1u << slot;
+	for (int id = 1; id < NT_P_MAX; id++) {
+		const struct nccl_probe_def *d = nccl_probe(id);
+		struct bpf_link *l;
+		uint64_t cookie = ((uint64_t)slot << 16) | id;
+
+		if (!d || !lib->probe_off[id] || ((d->flags & NP_OPTIN) && !a->collectives))
+			continue;
+		if (tracer__attach_uprobe(a->tracer, p->pid, lib->path, lib->probe_off[id], cookie,
+					  false, &l) == 0 &&
+		    link_add(p, l) == 0) {
+			ok++;
+		} else {
+			failed++;
+			pr_debug("cannot attach uprobe %s in %s for pid %d: %s\n", d->name,
+				 lib->path, p->pid, strerror(errno));
+			continue;
+		}
+		if (!(d->flags & NP_RET))
+			continue;
+		if (tracer__attach_uprobe(a->tracer, p->pid, lib->path, lib->probe_off[id], cookie,
+					  true, &l) == 0 &&
+		    link_add(p, l) == 0)
+			ok++;
+		else
+			failed++;
+	}
+	if (a->cb.attached)
+		a->cb.attached(a->cb.ctx, p->pid, slot, ok, failed);
+}
+
+static int lib_slot(struct nccl_attach *a, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int slot;
+
+	if (stat(path, &st)) {
+		snprintf(err, errlen, "cannot use NCCL library %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	for (int i = 0; i < a->nlibs; i++)
+		if (a->dev[i] == st.st_dev && a->ino[i] == st.st_ino)
+			return i;
+	if (a->nlibs == NT_MAX_LIBS) {
+		snprintf(err, errlen, "more than %d NCCL libraries: %s not probed", NT_MAX_LIBS,
+			 path);
+		return -E2BIG;
+	}
+	slot = a->nlibs;
+	if (nccllib_open(path, nccllib_cache_dir(), &a->libs[slot], err, errlen))
+		return -ENOENT;
+	if (tracer__set_nccl_offsets(a->tracer, slot, &a->libs[slot].offs)) {
+		snprintf(err, errlen, "cannot pass the offsets of %s to the BPF programs", path);
+		return -EIO;
+	}
+	a->dev[slot] = st.st_dev;
+	a->ino[slot] = st.st_ino;
+	a->nlibs++;
+	if (a->cb.lib)
+		a->cb.lib(a->cb.ctx, slot, &a->libs[slot], NULL);
+	return slot;
+}
+
+int nccl_attach__add_lib(struct nccl_attach *a, const char *path, char *err, size_t errlen)
+{
+	int slot = lib_slot(a, path, err, errlen);
+
+	return slot < 0 ? slot : 0;
+}
+
+void nccl_attach__proc(struct nccl_attach *a, int pid)
+{
+	struct pid_links *p = pid_get(a, pid, true);
+
+	if (!p)
+		return;
+	for (int s = 0; s < a->nlibs; s++)
+		attach_slot(a, p, s);
+}
+
+void nccl_attach__scan(struct nccl_attach *a, int pid)
+{
+	struct pid_links *p = pid_get(a, pid, true);
+	char path[64], lib[PATH_MAX], err[512];
+	static char buf[1 << 20];
+	ssize_t n, len = 0;
+	int fd, slot;
+
+	if (!p || p->scanned_done)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (len < (ssize_t)sizeof(buf) - 1 &&
+	       (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	if (nccllib_find_in_maps(buf, lib, sizeof(lib)))
+		return;
+	p->scanned_done = true;
+	/* replaced on disk after it was mapped: the old file is gone, stat below says so */
+	if (strstr(lib, " (deleted)"))
+		*strstr(lib, " (deleted)") = '\0';
+	slot = lib_slot(a, lib, err, sizeof(err));
+	if (slot < 0) {
+		if (a->cb.lib)
+			a->cb.lib(a->cb.ctx, -1, NULL, err);
+		return;
+	}
+	/* every process of the job gets it, not only the one that loaded it first */
+	for (int i = 0; i < a->npids; i++)
+		attach_slot(a, &a->pids[i], slot);
+}
+
+void nccl_attach__exit(struct nccl_attach *a, int pid)
+{
+	struct pid_links *p = pid_get(a, pid, false);
+
+	if (p) {
+		pid_drop(p);
+		p->scanned_done = true;
+	}
+}
+
+bool nccl_attach__has(const struct nccl_attach *a, int pid)
+{
+	for (int i = 0; i < a->npids; i++)
+		if (a->pids[i].pid == pid)
+			return a->pids[i].slots != 0 || a->pids[i].scanned_done;
+	return false;
+}
+
+const struct nccl_lib *nccl_attach__lib(const struct nccl_attach *a, int slot)
+{
+	return slot >= 0 && slot < a->nlibs ? &a->libs[slot] : NULL;
+}

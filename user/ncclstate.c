@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+#include "nccllib.h"
+#include "ncclstate.h"
+#include "procfs.h"
+
+#define MAX_THREADS  64
+#define MAX_COMMS    16
+#define MAX_SETTINGS 256
+#define MAX_SOCKS    256
+#define NSEQ	     5 /* NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce */
+
+struct nthread {
+	int tid;
+	int role; /* enum nt_probe of the start routine, 0 if none */
+	int depth;
+	uint16_t probe[NT_PHASE_DEPTH];
+	uint64_t since[NT_PHASE_DEPTH];
+};
+
+struct ncomm {
+	uint64_t addr;
+	uint64_t hash;
+	int rank, nranks, lib;
+	uint64_t seq[NSEQ];
+	bool seq_ok;
+};
+
+struct nsock {
+	uint64_t ino;
+	char label[48];
+};
+
+struct nproc {
+	int pid;
+	struct nthread th[MAX_THREADS];
+	int nth;
+	struct ncomm comm[MAX_COMMS];
+	int ncomm;
+	char *set_name[MAX_SETTINGS];
+	int nset;
+	struct nsock sock[MAX_SOCKS];
+	int nsock;
+	uint64_t warnings;
+	uint64_t retries;
+	char last_warning[256];
+};
+
+struct nccl_state {
+	struct nproc *p;
+	int n, cap;
+	int (*seq_off)(void *, int);
+	void *ctx;
+};
+
+static const char *const sock_types[] = {"unknown", "bootstrap", "proxy", "net", "ib", "ras"};
+
+const char *nccl_socket_type_name(int type)
+{
+	return type > 0 && type < 6 ? sock_types[type] : "unknown";
+}
+
+struct nccl_state *nccl_state__new(int (*seq_off)(void *, int), void *ctx)
+{
+	struct nccl_state *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->seq_off = seq_off;
+		s->ctx = ctx;
+	}
+	return s;
+}
+
+void nccl_state__free(struct nccl_state *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		for (int k = 0; k < s->p[i].nset; k++)
+			free(s->p[i].set_name[k]);
+	free(s->p);
+	free(s);
+}
+
+static struct nproc *proc_get(struct nccl_state *s, int pid)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->p[i].pid == pid)
+			return &s->p[i];
+	if (s->n == s->cap) {
+		int cap = s->cap ? s->cap * 2 : 8;
+		struct nproc *np = realloc(s->p, cap * sizeof(*np));
+
+		if (!np)
+			return NULL;
+		s->p = np;
+		s->cap = cap;
+	}
+	memset(&s->p[s->n], 0, sizeof(s->p[0]));
+	s->p[s->n].pid = pid;
+	return &s->p[s->n++];
+}
+
+static const struct nproc *proc_find(const struct nccl_state *s, int pid)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->p[i].pid == pid)
+			return &s->p[i];
+	return NULL;
+}
+
+static struct nthread *thread_get(struct nproc *p, int tid)
+{
+	for (int i = 0; i < p->nth; i++)
+		if (p->th[i].tid == tid)
+			return &p->th[i];
+	if (p->nth == MAX_THREADS)
+		return NULL;
+	memset(&p->th[p->nth], 0, sizeof(p->th[0]));
+	p->th[p->nth].tid = tid;
+	return &p->th[p->nth++];
+}
+
+static const char *probe_label(int probe)
+{
+	const struct nccl_probe_def *d = nccl_probe(probe);
+
+	return d ? (d->phase ? d->phase : d->name) : "?";
+}
+
+static void addr_string(const uint8_t *raw, char *buf, size_t len)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	char a[INET6_ADDRSTRLEN] = "?";
+
+	memcpy(&sin, raw, sizeof(sin));
+	if (sin.sin_family == AF_INET) {
+		inet_ntop(AF_INET, &sin.sin_addr, a, sizeof(a));
+		snprintf(buf, len, "%s:%u", a, ntohs(sin.sin_port));
+	} else if (sin.sin_family == AF_INET6) {
+		memcpy(&sin6, raw, sizeof(sin6));
+		inet_ntop(AF_INET6, &sin6.sin6_addr, a, sizeof(a));
+		snprintf(buf, len, "[%s]:%u", a, ntohs(sin6.sin6_port));
+	} else {
+		snprintf(buf, len, "unknown");
+	}
+}
+
+/* The socket's inode, for joining with the kernel's connection table. */
+static void label_socket(struct nproc *p, const struct nt_ev_nccl *e, const struct nthread *t)
+{
+	uint64_t ino;
+	struct nsock *ns = NULL;
+
+	if (e->d.sock.fd < 0 || procfs_fd_socket_inode(p->pid, e->d.sock.fd, &ino))
+		return;
+	for (int i = 0; i < p->nsock; i++)
+		if (p->sock[i].ino == ino)
+			ns = &p->sock[i];
+	if (!ns) {
+		if (p->nsock == MAX_SOCKS)
+			memmove(&p->sock[0], &p->sock[1], (MAX_SOCKS - 1) * sizeof(p->sock[0]));
+		else
+			p->nsock++;
+		ns = &p->sock[p->nsock - 1];
+	}
+	ns->ino = ino;
+	/* the phase that made it: the socket call's own frame is popped already */
+	if (t && t->depth >= 1 && t->depth - 1 < NT_PHASE_DEPTH)
+		snprintf(ns->label, sizeof(ns->label), "%s (%s)",
+			 nccl_socket_type_name(e->d.sock.type),
+			 probe_label(t->probe[t->depth - 1]));
+	else
+		snprintf(ns->label, sizeof(ns->label), "%s", nccl_socket_type_name(e->d.sock.type));
+}
+
+static json_t *base_record(const struct nt_ev_nccl *e, const char *type)
+{
+	json_t *o = json_object();
+	const struct nccl_probe_def *d = nccl_probe(e->probe);
+
+	json_object_set_new(o, "type", json_string(type));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)e->h.ts_ns));
+	json_object_set_new(o, "pid", json_integer(e->pid));
+	json_object_set_new(o, "tid", json_integer(e->tid));
+	json_object_set_new(o, "probe", json_string(d ? d->name : "?"));
+	return o;
+}
+
+json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
+{
+	struct nproc *p = proc_get(s, e->pid);
+	const struct nccl_probe_def *d = nccl_probe(e->probe);
+	struct nthread *t;
+	json_t *o;
+
+	if (!p || !d)
+		return NULL;
+	t = thread_get(p, e->tid);
+	if (e->probe >= NT_P_ROLE_PROXY_SERVICE) {
+		if (t)
+			t->role = e->probe;
+		o = base_record(e, "nccl_thread");
+		json_object_set_new(o, "role", json_string(d->name + strlen("role_")));
+		return o;
+	}
+	if (e->probe == NT_P_ENV) {
+		char name[65], val[193];
+
+		snprintf(name, sizeof(name), "%s", e->d.env.name);
+		for (int i = 0; i < p->nset; i++)
+			if (!strcmp(p->set_name[i], name))
+				return NULL; /* NCCL reads a parameter once; later reads add nothing */
+		if (p->nset < MAX_SETTINGS)
+			p->set_name[p->nset++] = strdup(name);
+		snprintf(val, sizeof(val), "%s", e->d.env.value);
+		o = base_record(e, "nccl_setting");
+		json_object_set_new(o, "name", json_string(name));
+		json_object_set_new(o, "value", e->retval ? json_string(val) : json_null());
+		return o;
+	}
+	if (e->probe == NT_P_DEBUG_LOG) {
+		char text[257];
+
+		snprintf(text, sizeof(text), "%s", e->d.text);
+		p->warnings++;
+		snprintf(p->last_warning, sizeof(p->last_warning), "%.255s", text);
+		o = base_record(e, "nccl_warning");
+		json_object_set_new(o, "text", json_string(text));
+		return o;
+	}
+	if (e->probe == NT_P_CONNECT_RETRY) {
+		char a[64];
+
+		p->retries++;
+		o = base_record(e, "nccl_connect_retry");
+		addr_string(e->d.sock.addr, a, sizeof(a));
+		json_object_set_new(o, "addr", json_string(a));
+		json_object_set_new(o, "retries", json_integer(p->retries));
+		return o;
+	}
+	/* a phase: keep the thread's stack as BPF does */
+	if (t && !e->ret) {
+		if (t->depth < NT_PHASE_DEPTH) {
+			t->probe[t->depth] = e->probe;
+			t->since[t->depth] = e->h.ts_ns;
+		}
+		t->depth++;
+	} else if (t && e->ret && t->depth > 0) {
+		t->depth--;
+	}
+	o = base_record(e, "nccl");
+	json_object_set_new(o, "event", json_string(e->ret ? "exit" : "enter"));
+	json_object_set_new(o, "phase", json_string(probe_label(e->probe)));
+	if (e->ret) {
+		json_object_set_new(o, "result", json_integer(e->retval));
+		json_object_set_new(o, "duration_s",
+				    json_real(e->since_ns ? (e->h.ts_ns - e->since_ns) / 1e9 : 0));
+	}
+	switch (e->probe) {
+	case NT_P_BOOTSTRAP_INIT:
+	case NT_P_BOOTSTRAP_SPLIT:
+	case NT_P_INIT_TRANSPORTS:
+	case NT_P_RING_CONNECT:
+	case NT_P_TREE_CONNECT:
+	case NT_P_P2P_SETUP:
+	case NT_P_PROXY_CONNECT:
+	case NT_P_PROXY_CALL:
+		if (e->ret || !e->d.comm.comm)
+			break;
+		json_object_set_new(o, "rank", json_integer(e->d.comm.rank));
+		json_object_set_new(o, "nranks", json_integer(e->d.comm.nranks));
+		{
+			char h[24];
+
+			snprintf(h, sizeof(h), "%016llx", (unsigned long long)e->d.comm.hash);
+			json_object_set_new(o, "comm_hash", json_string(h));
+		}
+		if (e->probe == NT_P_P2P_SETUP && (int64_t)e->args[3] >= 0)
+			json_object_set_new(o, "graph", json_integer((int64_t)e->args[3]));
+		if (e->probe == NT_P_BOOTSTRAP_INIT) {
+			bool known = false;
+
+			for (int i = 0; i < p->ncomm; i++)
+				known |= p->comm[i].addr == e->d.comm.comm;
+			if (!known && p->ncomm < MAX_COMMS) {
+				struct ncomm *c = &p->comm[p->ncomm++];
+
+				memset(c, 0, sizeof(*c));
+				c->addr = e->d.comm.comm;
+				c->hash = e->d.comm.hash;
+				c->rank = e->d.comm.rank;
+				c->nranks = e->d.comm.nranks;
+				c->lib = e->lib;
+			}
+		}
+		break;
+	case NT_P_ALLGATHER:
+	case NT_P_BOOTSTRAP_SEND:
+	case NT_P_BOOTSTRAP_RECV:
+		if (e->ret)
+			break;
+		json_object_set_new(o, "rank", json_integer(e->d.comm.rank));
+		json_object_set_new(o, "nranks", json_integer(e->d.comm.nranks));
+		if (e->probe != NT_P_ALLGATHER) {
+			json_object_set_new(o, "peer", json_integer((int)e->args[1]));
+			json_object_set_new(o, "tag", json_integer((int)e->args[2]));
+		}
+		break;
+	case NT_P_SOCKET_CONNECT:
+	case NT_P_SOCKET_ACCEPT: {
+		char a[64];
+
+		if (!e->ret && e->probe == NT_P_SOCKET_ACCEPT)
+			break;
+		addr_string(e->d.sock.addr, a, sizeof(a));
+		json_object_set_new(o, "fd", json_integer(e->d.sock.fd));
+		json_object_set_new(o, "addr", json_string(a));
+		json_object_set_new(o, "socket_type",
+				    json_string(nccl_socket_type_name(e->d.sock.type)));
+		json_object_set_new(o, "state", json_integer(e->d.sock.state));
+		if (e->ret && e->retval == 0)
+			label_socket(p, e, t ? t : NULL);
+		break;
+	}
+	case NT_P_NET_CONNECT:
+	case NT_P_NET_ACCEPT:
+		if (e->ret)
+			json_object_set_new(o, "done", json_boolean(e->args[3] != 0));
+		break;
+	}
+	return o;
+}
+
+void nccl_state__sample(struct nccl_state *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct nproc *p = &s->p[i];
+
+		for (int k = 0; k < p->ncomm; k++) {
+			struct ncomm *c = &p->comm[k];
+			int off = s->seq_off ? s->seq_off(s->ctx, c->lib) : -1;
+			struct iovec local = {.iov_base = c->seq, .iov_len = sizeof(c->seq)};
+			struct iovec remote = {.iov_base = (void *)(uintptr_t)(c->addr + off),
+					       .iov_len = sizeof(c->seq)};
+
+			/* NCCL's own counters, as RAS reads them: no probe per collective */
+			c->seq_ok = off >= 0 && process_vm_readv(p->pid, &local, 1, &remote, 1,
+								 0) == (ssize_t)sizeof(c->seq);
+		}
+	}
+}
+
+json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
+{
+	static const char *const fn[NSEQ] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+					     "AllReduce"};
+	const struct nproc *p = proc_find(s, pid);
+	json_t *o, *th, *cm;
+
+	if (!p)
+		return NULL;
+	o = json_object();
+	th = json_array();
+	cm = json_array();
+	for (int i = 0; i < p->nth; i++) {
+		const struct nthread *t = &p->th[i];
+		json_t *to;
+
+		if (!t->depth && !t->role)
+			continue;
+		to = json_object();
+		json_object_set_new(to, "tid", json_integer(t->tid));
+		if (t->role)
+			json_object_set_new(
+				to, "role",
+				json_string(nccl_probe(t->role)->name + strlen("role_")));
+		if (t->depth > 0 && t->depth <= NT_PHASE_DEPTH) {
+			json_object_set_new(to, "phase",
+					    json_string(probe_label(t->probe[t->depth - 1])));
+			json_object_set_new(to, "in_phase_s",
+					    json_real((now - t->since[t->depth - 1]) / 1e9));
+		}
+		json_array_append_new(th, to);
+	}
+	for (int i = 0; i < p->ncomm; i++) {
+		const struct ncomm *c = &p->comm[i];
+		json_t *co = json_object(), *seq = json_object();
+		char h[24];
+
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)c->hash);
+		json_object_set_new(co, "comm_hash", json_string(h));
+		json_object_set_new(co, "rank", json_integer(c->rank));
+		json_object_set_new(co, "nranks", json_integer(c->nranks));
+		if (c->seq_ok) {
+			for (int k = 0; k < NSEQ; k++)
+				if (c->seq[k])
+					json_object_set_new(seq, fn[k], json_integer(c->seq[k]));
+		}
+		json_object_set_new(co, "collectives", seq);
+		json_array_append_new(cm, co);
+	}
+	json_object_set_new(o, "threads", th);
+	json_object_set_new(o, "comms", cm);
+	json_object_set_new(o, "warnings", json_integer(p->warnings));
+	json_object_set_new(o, "connect_retries", json_integer(p->retries));
+	json_object_set_new(o, "settings_read", json_integer(p->nset));
+	return o;
+}
+
+const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64_t ino)
+{
+	const struct nproc *p = proc_find(s, pid);
+
+	for (int i = 0; p && i < p->nsock; i++)
+		if (p->sock[i].ino == ino)
+			return p->sock[i].label;
+	return NULL;
+}
+
+const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns)
+{
+	const struct nproc *p = proc_find(s, pid);
+	const struct nthread *best = NULL;
+
+	for (int i = 0; p && i < p->nth; i++) {
+		const struct nthread *t = &p->th[i];
+
+		if (t->depth <= 0 || t->depth > NT_PHASE_DEPTH)
+			continue;
+		/* the main thread first, else the thread in a phase the longest */
+		if (t->tid == pid) {
+			best = t;
+			break;
+		}
+		if (!best || t->since[t->depth - 1] < best->since[best->depth - 1])
+			best = t;
+	}
+	if (!best)
+		return NULL;
+	if (since_ns)
+		*since_ns = best->since[best->depth - 1];
+	return probe_label(best->probe[best->depth - 1]);
+}

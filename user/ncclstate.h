@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the NCCL probes tell, per process: each thread's phase stack and role, the
+ * communicators (rank, nranks, hash, collective counts sampled from comm->seqNumber[]), the
+ * settings NCCL read, its warnings, and which TCP socket is which NCCL socket.
+ */
+#ifndef NT_NCCLSTATE_H
+#define NT_NCCLSTATE_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include "nccltrace.h"
+
+struct nccl_state;
+
+/* seq_off(ctx, lib) gives comm->seqNumber's offset for a library slot, -1 if unknown */
+struct nccl_state *nccl_state__new(int (*seq_off)(void *ctx, int lib), void *ctx);
+void nccl_state__free(struct nccl_state *s);
+
+/* Feed one probe event; returns a dump record for it (or NULL if not worth one). */
+json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e);
+
+/* Read comm->seqNumber[] of every known communicator from the ranks' memory. */
+void nccl_state__sample(struct nccl_state *s);
+
+/* The per-process part of a snapshot record: threads, comms, settings count... NULL if none */
+json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now);
+
+/* "ring setup" etc.: the NCCL label of the socket with inode ino in pid, NULL if unknown */
+const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64_t ino);
+
+/* The innermost phase of pid's main thread (or any thread inside NCCL), NULL if none. */
+const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns);
+
+/* pure: NCCL socket type number to name ("bootstrap", "proxy", "net", "ib", "ras") */
+const char *nccl_socket_type_name(int type);
+
+#endif /* NT_NCCLSTATE_H */

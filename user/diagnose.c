@@ -221,6 +221,15 @@ static void describe_culprit(const struct snap_proc *p, struct finding *f)
 			 p->where);
 		break;
 	}
+	if (p->nccl_phase[0]) {
+		size_t l = strlen(f->phase);
+
+		snprintf(f->phase + l, sizeof(f->phase) - l, ", in NCCL %s", p->nccl_phase);
+	} else if (p->nccl && !p->exited) {
+		size_t l = strlen(f->phase);
+
+		snprintf(f->phase + l, sizeof(f->phase) - l, ", outside NCCL");
+	}
 }
 
 /* "ranks 0,2,3", "pids 11,12", or "rank 0, pid 12" when mixed; in rank order */
@@ -315,6 +324,9 @@ static void waiter_evidence(const struct snapshot *s, struct finding *f, int ci)
 	}
 	if (c->c.recv_eof)
 		add_evidence(f, "%s conn %s: the peer closed it (receive returned 0)", wn, tup);
+	if (w && w->nccl_phase[0])
+		add_evidence(f, "%s is in NCCL %s for %.1fs", wn, w->nccl_phase,
+			     (double)(s->now_ns - w->nccl_since_ns) / NT_NSEC_PER_SEC);
 }
 
 /* Both connections go to the same remote address and port. */

@@ -362,9 +362,16 @@ static void tick(struct session *s, bool force_snapshot)
 	now = now_mono();
 	model__refresh(s->model, now, on_identity, s);
 	model__snapshot(s->model, now, &s->snap);
-	for (int i = 0; i < s->snap.nprocs; i++)
-		if (!s->snap.procs[i].exited && !nccl_attach__has(s->nccl, s->snap.procs[i].pid))
-			nccl_attach__scan(s->nccl, s->snap.procs[i].pid);
+	for (int i = 0; i < s->snap.nprocs; i++) {
+		struct snap_proc *p = &s->snap.procs[i];
+		const char *ph;
+
+		if (!p->exited && !nccl_attach__has(s->nccl, p->pid))
+			nccl_attach__scan(s->nccl, p->pid);
+		p->nccl = nccl_attach__has(s->nccl, p->pid);
+		ph = nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns);
+		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", ph ? ph : "");
+	}
 	nccl_state__sample(s->nstate);
 	n = diagnose(&s->snap, &s->diag, found, MAX_FINDINGS);
 	findings_update(&s->findings, found, n, now, on_finding, s);

@@ -37,6 +37,9 @@ struct snap_proc {
 	uint64_t cpu_ns;      /* utime+stime */
 	uint64_t cpu_busy_ns; /* CPU time used over the last second */
 	char where[32];	      /* syscall the main thread sits in, "" when running */
+	bool nccl;	      /* NCCL probes are live in it */
+	char nccl_phase[32];  /* innermost NCCL phase (main thread first), "" outside */
+	uint64_t nccl_since_ns;
 };
 
 struct snap_conn {

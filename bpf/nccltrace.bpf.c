@@ -321,19 +321,29 @@ int BPF_KRETPROBE(nt_krp_recv, int ret)
 
 /* --- connection state, retransmits, resets, ACK-driven figures (all modes) --- */
 
+/* A ring-buffer record with its common header filled in; a failed reservation is counted. */
+static __always_inline void *record_reserve(__u32 size, __u16 type)
+{
+	struct nt_ev_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!h) {
+		stat_inc(NT_STAT_RB_DROP);
+		return NULL;
+	}
+	h->type = type;
+	h->size = size;
+	h->cpu = bpf_get_smp_processor_id();
+	h->ts_ns = bpf_ktime_get_ns();
+	return h;
+}
+
 static __always_inline void emit_conn(__u16 type, __u64 sk, __u32 oldstate, __u32 newstate,
 				      const struct nt_conn *c)
 {
-	struct nt_ev_conn *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct nt_ev_conn *e = record_reserve(sizeof(*e), type);
 
-	if (!e) {
-		stat_inc(NT_STAT_RB_DROP);
+	if (!e)
 		return;
-	}
-	e->h.type = type;
-	e->h.size = sizeof(*e);
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->h.ts_ns = bpf_ktime_get_ns();
 	e->sk = sk;
 	e->oldstate = oldstate;
 	e->newstate = newstate;
@@ -442,16 +452,10 @@ int BPF_PROG(nt_tcp_probe, const struct sock *sk)
 static __always_inline void emit_proc(__u16 type, __u32 pid, __u32 ppid, __u32 tid, int code,
 				      struct task_struct *task)
 {
-	struct nt_ev_proc *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct nt_ev_proc *e = record_reserve(sizeof(*e), type);
 
-	if (!e) {
-		stat_inc(NT_STAT_RB_DROP);
+	if (!e)
 		return;
-	}
-	e->h.type = type;
-	e->h.size = sizeof(*e);
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->h.ts_ns = bpf_ktime_get_ns();
 	e->pid = pid;
 	e->ppid = ppid;
 	e->tid = tid;
@@ -547,17 +551,11 @@ static __always_inline __u32 thread_phase(__u32 tid)
 
 static __always_inline struct nt_ev_nccl *nccl_event(__u64 id, __u16 probe, __u32 lib, bool ret)
 {
-	struct nt_ev_nccl *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	struct nt_ev_nccl *e = record_reserve(sizeof(*e), NT_EV_NCCL);
 
-	if (!e) {
-		stat_inc(NT_STAT_RB_DROP);
+	if (!e)
 		return NULL;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->h.type = NT_EV_NCCL;
-	e->h.size = sizeof(*e);
-	e->h.cpu = bpf_get_smp_processor_id();
-	e->h.ts_ns = bpf_ktime_get_ns();
+	__builtin_memset(&e->pid, 0, sizeof(*e) - sizeof(e->h));
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
 	e->probe = probe;
@@ -656,23 +654,20 @@ int nt_uprobe(struct pt_regs *ctx)
 	e->args[2] = a2;
 	e->args[3] = PT_REGS_PARM4(ctx);
 	e->args[4] = PT_REGS_PARM5(ctx);
-	switch (probe) {
-	case NT_P_BOOTSTRAP_INIT:
-		read_comm(e, a2, o);
-		break;
-	case NT_P_BOOTSTRAP_SPLIT:
-	case NT_P_INIT_TRANSPORTS:
-	case NT_P_RING_CONNECT:
-	case NT_P_TREE_CONNECT:
-	case NT_P_P2P_SETUP:
-	case NT_P_PROXY_CONNECT:
-	case NT_P_PROXY_CALL:
-		read_comm(e, probe == NT_P_BOOTSTRAP_SPLIT ? a1 : a0, o);
+	if (nt_probe_has_comm(probe)) {
+		__s32 graph = -1;
+
+		read_comm(e,
+			  probe == NT_P_BOOTSTRAP_INIT	  ? a2
+			  : probe == NT_P_BOOTSTRAP_SPLIT ? a1
+							  : a0,
+			  o);
 		/* the graph's id (0 ring, 1 tree, 2 CollNet chain, 3 NVLS, 4 CollNet direct) */
-		e->args[3] = -1;
 		if (probe == NT_P_P2P_SETUP && a1 && o->graph_id >= 0)
-			bpf_probe_read_user(&e->args[3], 4, (void *)(a1 + o->graph_id));
-		break;
+			bpf_probe_read_user(&graph, 4, (void *)(a1 + o->graph_id));
+		e->args[3] = (__s64)graph;
+	}
+	switch (probe) {
 	case NT_P_ALLGATHER:
 	case NT_P_BOOTSTRAP_SEND:
 	case NT_P_BOOTSTRAP_RECV:

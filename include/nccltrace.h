@@ -173,6 +173,14 @@ enum nt_probe {
 	NT_P_MAX,
 };
 
+/* Probes that get a struct ncclComm * (2nd argument for bootstrapSplit, 1st or 3rd else) */
+static inline int nt_probe_has_comm(unsigned int p)
+{
+	return p == NT_P_BOOTSTRAP_INIT || p == NT_P_BOOTSTRAP_SPLIT || p == NT_P_INIT_TRANSPORTS ||
+	       p == NT_P_RING_CONNECT || p == NT_P_TREE_CONNECT || p == NT_P_P2P_SETUP ||
+	       p == NT_P_PROXY_CONNECT || p == NT_P_PROXY_CALL;
+}
+
 #define NT_MAX_LIBS    16
 #define NT_PHASE_DEPTH 8
 

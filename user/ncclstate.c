@@ -265,17 +265,7 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		json_object_set_new(o, "duration_s",
 				    json_real(e->since_ns ? (e->h.ts_ns - e->since_ns) / 1e9 : 0));
 	}
-	switch (e->probe) {
-	case NT_P_BOOTSTRAP_INIT:
-	case NT_P_BOOTSTRAP_SPLIT:
-	case NT_P_INIT_TRANSPORTS:
-	case NT_P_RING_CONNECT:
-	case NT_P_TREE_CONNECT:
-	case NT_P_P2P_SETUP:
-	case NT_P_PROXY_CONNECT:
-	case NT_P_PROXY_CALL:
-		if (e->ret || !e->d.comm.comm)
-			break;
+	if (nt_probe_has_comm(e->probe) && !e->ret && e->d.comm.comm) {
 		json_object_set_new(o, "rank", json_integer(e->d.comm.rank));
 		json_object_set_new(o, "nranks", json_integer(e->d.comm.nranks));
 		{
@@ -302,7 +292,8 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 				c->lib = e->lib;
 			}
 		}
-		break;
+	}
+	switch (e->probe) {
 	case NT_P_ALLGATHER:
 	case NT_P_BOOTSTRAP_SEND:
 	case NT_P_BOOTSTRAP_RECV:

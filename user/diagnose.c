@@ -72,7 +72,7 @@ static uint64_t conn_progress(const struct snap_conn *c)
 
 static bool conn_is_data(const struct snap_conn *c)
 {
-	return !(c->c.flags & NT_CONN_LISTENER);
+	return !(c->c.flags & NT_CONN_LISTENER) && !c->ras;
 }
 
 /* Is the owner still trying this connection, and since when has it got nowhere? */

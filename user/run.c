@@ -372,6 +372,12 @@ static void tick(struct session *s, bool force_snapshot)
 		ph = nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns);
 		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", ph ? ph : "");
 	}
+	for (int i = 0; i < s->snap.nconns; i++) {
+		struct snap_conn *c = &s->snap.conns[i];
+		const char *label = nccl_state__socket_label(s->nstate, c->pid, c->c.ino);
+
+		c->ras = label && strncmp(label, "ras", 3) == 0;
+	}
 	nccl_state__sample(s->nstate);
 	n = diagnose(&s->snap, &s->diag, found, MAX_FINDINGS);
 	findings_update(&s->findings, found, n, now, on_finding, s);

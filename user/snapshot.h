@@ -52,6 +52,11 @@ struct snap_conn {
 	int blocked_tid; /* a thread blocked in a call on this socket, 0 if none */
 	enum snap_block blocked;
 	uint64_t blocked_since_ns;
+	/*
+	 * NCCL RAS keep-alive socket: idle by design between its 1 s keep-alives, so never a
+	 * reason to call anything stalled
+	 */
+	bool ras;
 };
 
 struct snapshot {

@@ -540,6 +540,29 @@ static void test_untraced_peer(void **state)
 	free(w);
 }
 
+/* NCCL RAS keep-alive sockets sit idle between keep-alives: never a stall, however old */
+static void test_ras_socket_ignored(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	int ci;
+
+	(void)state;
+	add_proc(w, 300, 0, 'S', "epoll_wait");
+	add_proc(w, 301, 1, 'S', "epoll_wait");
+	ci = add_pair(w, 300, 301, STALL_START);
+	spin(&w->conns[ci]);
+	w->conns[ci].ras = true;
+	w->conns[ci + 1].ras = true;
+	assert_int_equal(run(w, out), 0);
+	/* the same connection, not RAS: rank 0 waits on rank 1 */
+	w->conns[ci].ras = false;
+	w->conns[ci + 1].ras = false;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].rank, 1);
+	free(w);
+}
+
 static void test_chain_ends_at_untraced_address(void **state)
 {
 	struct world *w = world_new();
@@ -811,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_blocked_in_recv),
 		cmocka_unit_test(test_connect_unanswered),
 		cmocka_unit_test(test_untraced_peer),
+		cmocka_unit_test(test_ras_socket_ignored),
 		cmocka_unit_test(test_chain_ends_at_untraced_address),
 		cmocka_unit_test(test_two_waiters_on_one_address),
 		cmocka_unit_test(test_longest_direct_waiter),

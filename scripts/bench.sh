@@ -76,3 +76,27 @@ echo "|---|---|---|---|---|---|"
 run_mode "non-blocking (EAGAIN spin), 64 KiB steps"
 run_mode "non-blocking, 1 MiB steps" --size 1048576
 run_mode "blocking, 64 KiB steps" --blocking
+
+# NCCL probes in a steady collective loop (the fake NCCL of tests/fixtures): uprobe events per
+# collective per rank, from the dump, in the default mode and with --collectives. The number
+# of events of a short and a long run differ only by the collectives in between.
+if [ -x build/nccljob ]; then
+	echo
+	echo "NCCL uprobe events per rank per collective (fake NCCL, 2 ranks, steady loop)"
+	echo
+	echo "| mode | events per collective per rank |"
+	echo "|---|---|"
+	for mode in default --collectives; do
+		opt=()
+		[ "$mode" = default ] || opt=("$mode")
+		for iters in 20 220; do
+			rm -f "$TMP/n$iters.jsonl"
+			"$NT" run "${opt[@]}" --dump "$TMP/n$iters.jsonl" -- build/nccljob --ranks 2 \
+				--iters $iters --step-delay 0 >/dev/null 2>&1
+		done
+		count() { jq -s '[.[] | select(.type=="nccl" or .type=="nccl_setting" or .type=="nccl_thread" or .type=="nccl_warning")] | length' "$1"; }
+		a=$(count "$TMP/n20.jsonl")
+		b=$(count "$TMP/n220.jsonl")
+		printf '| %s | %s |\n' "$mode" "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b-a)/200/2}')"
+	done
+fi

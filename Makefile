@@ -51,7 +51,7 @@ CALLCOST := $(OUTPUT)/callcost
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
 .PHONY: all static test check demo bench clean format
 
-all: $(OUTPUT)/nccltrace $(DEMO)
+all: $(OUTPUT)/nccltrace $(DEMO) $(FIXTURES)
 
 $(OUTPUT) $(OUTPUT)/user $(OUTPUT)/tests:
 	$(Q)mkdir -p $@

@@ -594,11 +594,11 @@ static __always_inline void read_comm(struct nt_ev_nccl *e, __u64 comm,
 
 static __always_inline bool probe_has_return(__u16 p)
 {
-	return p != NT_P_CONNECT_RETRY && p != NT_P_ENQUEUE && p < NT_P_ROLE_PROXY_SERVICE;
+	return p != NT_P_CONNECT_RETRY && p != NT_P_ENQUEUE && p != NT_P_COMM_DESTROY &&
+	       p != NT_P_COMM_ABORT && p < NT_P_ROLE_PROXY_SERVICE;
 }
 
-SEC("uprobe")
-int nt_uprobe(struct pt_regs *ctx)
+static __always_inline int on_uprobe(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -689,6 +689,13 @@ int nt_uprobe(struct pt_regs *ctx)
 				read_socket(e, st->f[d].args[0], o);
 		}
 		break;
+	case NT_P_COMM_DESTROY:
+	case NT_P_COMM_ABORT:
+		e->d.fin.comm = a0;
+		if (a0 && o->comm_seq >= 0)
+			bpf_probe_read_user(e->d.fin.seq, sizeof(e->d.fin.seq),
+					    (void *)(a0 + o->comm_seq));
+		break;
 	case NT_P_ENQUEUE:
 		if (a0 && o->info_coll >= 0) {
 			bpf_probe_read_user(&e->d.info.coll, 4, (void *)(a0 + o->info_coll));
@@ -708,8 +715,7 @@ int nt_uprobe(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int nt_uretprobe(struct pt_regs *ctx)
+static __always_inline int on_uretprobe(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 cookie = bpf_get_attach_cookie(ctx);
@@ -773,4 +779,35 @@ int nt_uretprobe(struct pt_regs *ctx)
 	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;
+}
+
+/*
+ * Attached one uprobe at a time (perf events), or all of a library's at once with a
+ * uprobe_multi link (Linux >= 6.6): detaching a uprobe waits for an RCU grace period, ~90 ms
+ * here, so one link per process and library instead of dozens keeps exits fast. Userspace gives
+ * the _multi pair the BPF_TRACE_UPROBE_MULTI attach type, or does not load it where the kernel
+ * does not know it.
+ */
+SEC("uprobe")
+int nt_uprobe(struct pt_regs *ctx)
+{
+	return on_uprobe(ctx);
+}
+
+SEC("uretprobe")
+int nt_uretprobe(struct pt_regs *ctx)
+{
+	return on_uretprobe(ctx);
+}
+
+SEC("uprobe")
+int nt_uprobe_m(struct pt_regs *ctx)
+{
+	return on_uprobe(ctx);
+}
+
+SEC("uretprobe")
+int nt_uretprobe_m(struct pt_regs *ctx)
+{
+	return on_uretprobe(ctx);
 }

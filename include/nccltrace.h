@@ -157,14 +157,16 @@ enum nt_probe {
 	NT_P_P2P_SETUP,	      /* ncclTransportP2pSetup(comm, graph, connIndex) */
 	NT_P_PROXY_CONNECT,   /* ncclProxyConnect(comm, transport, send, proxyRank, conn) */
 	NT_P_PROXY_CALL, /* ncclProxyCallBlocking(comm, conn, type, req, reqSize, resp, respSize) */
-	NT_P_SOCKET_CONNECT,	 /* ncclSocketConnect(sock) */
-	NT_P_SOCKET_ACCEPT,	 /* ncclSocketAccept(sock, listenSock) */
-	NT_P_CONNECT_RETRY,	 /* socketConnectCheck.part.2(sock, errno, funcName): every retry */
-	NT_P_NET_CONNECT,	 /* ncclNetSocketConnect(ctx, dev, handle, sendComm*, devHandle*) */
-	NT_P_NET_ACCEPT,	 /* ncclNetSocketAccept(listenComm, recvComm*, devHandle*) */
-	NT_P_ENV,		 /* ncclEnvPluginGetEnv(name) -> value: every NCCL setting read */
-	NT_P_DEBUG_LOG,		 /* ncclDebugLog(level, flags, filefunc, line, fmt, ...) */
-	NT_P_ENQUEUE,		 /* ncclEnqueueCheck(info): only with --collectives */
+	NT_P_SOCKET_CONNECT, /* ncclSocketConnect(sock) */
+	NT_P_SOCKET_ACCEPT,  /* ncclSocketAccept(sock, listenSock) */
+	NT_P_CONNECT_RETRY,  /* socketConnectCheck.part.2(sock, errno, funcName): every retry */
+	NT_P_NET_CONNECT,    /* ncclNetSocketConnect(ctx, dev, handle, sendComm*, devHandle*) */
+	NT_P_NET_ACCEPT,     /* ncclNetSocketAccept(listenComm, recvComm*, devHandle*) */
+	NT_P_ENV,	     /* ncclEnvPluginGetEnv(name) -> value: every NCCL setting read */
+	NT_P_DEBUG_LOG,	     /* ncclDebugLog(level, flags, filefunc, line, fmt, ...) */
+	NT_P_ENQUEUE,	     /* ncclEnqueueCheck(info): only with --collectives */
+	NT_P_COMM_DESTROY,   /* ncclCommDestroy(comm), ncclCommAbort(comm): final counts */
+	NT_P_COMM_ABORT,
 	NT_P_ROLE_PROXY_SERVICE, /* thread start routines: the thread's role */
 	NT_P_ROLE_PROXY_PROGRESS,
 	NT_P_ROLE_BOOTSTRAP_ROOT,
@@ -253,6 +255,10 @@ struct nt_ev_nccl {
 			char name[64];
 			char value[192];
 		} env;
+		struct {
+			__u64 comm;
+			__u64 seq[5]; /* comm->seqNumber[], read before NCCL frees the comm */
+		} fin;
 		struct {
 			__s32 coll;
 			__s32 datatype;

@@ -13,7 +13,7 @@ struct pid_links {
 	int pid;
 	unsigned int slots; /* bitmask of libraries attached */
 	bool scanned_done;  /* has a library: no more maps scans */
-	struct bpf_link **links;
+	struct tracer_uprobes **links;
 	int nlinks, cap;
 };
 
@@ -45,7 +45,7 @@ struct nccl_attach *nccl_attach__new(struct tracer *t, bool collectives,
 static void pid_drop(struct pid_links *p)
 {
 	for (int i = 0; i < p->nlinks; i++)
-		tracer__detach(p->links[i]);
+		tracer__detach_uprobes(p->links[i]);
 	free(p->links);
 	p->links = NULL;
 	p->nlinks = p->cap = 0;
@@ -82,11 +82,11 @@ static struct pid_links *pid_get(struct nccl_attach *a, int pid, bool create)
 	return &a->pids[a->npids++];
 }
 
-static int link_add(struct pid_links *p, struct bpf_link *l)
+static int link_add(struct pid_links *p, struct tracer_uprobes *l)
 {
 	if (p->nlinks == p->cap) {
-		int cap = p->cap ? p->cap * 2 : 64;
-		struct bpf_link **nl = realloc(p->links, cap * sizeof(*nl));
+		int cap = p->cap ? p->cap * 2 : 8;
+		struct tracer_uprobes **nl = realloc(p->links, cap * sizeof(*nl));
 
 		if (!nl)
 			return -ENOMEM;
@@ -100,36 +100,40 @@ static int link_add(struct pid_links *p, struct bpf_link *l)
 static void attach_slot(struct nccl_attach *a, struct pid_links *p, int slot)
 {
 	const struct nccl_lib *lib = &a->libs[slot];
+	uint64_t offs[NT_P_MAX], cookies[NT_P_MAX];
 	int ok = 0, failed = 0;
 
 	if (p->slots & (1u << slot))
 		return;
 	p->slots |= 1u << slot;
-	for (int id = 1; id < NT_P_MAX; id++) {
-		const struct nccl_probe_def *d = nccl_probe(id);
-		struct bpf_link *l;
-		uint64_t cookie = ((uint64_t)slot << 16) | id;
+	/* entries of every probe, then returns of the phases: one batch each */
+	for (int ret = 0; ret <= 1; ret++) {
+		struct tracer_uprobes *u;
+		int n = 0, got;
 
-		if (!d || !lib->probe_off[id] || ((d->flags & NP_OPTIN) && !a->collectives))
-			continue;
-		if (tracer__attach_uprobe(a->tracer, p->pid, lib->path, lib->probe_off[id], cookie,
-					  false, &l) == 0 &&
-		    link_add(p, l) == 0) {
-			ok++;
-		} else {
-			failed++;
-			pr_debug("cannot attach uprobe %s in %s for pid %d: %s\n", d->name,
-				 lib->path, p->pid, strerror(errno));
+		for (int id = 1; id < NT_P_MAX; id++) {
+			const struct nccl_probe_def *d = nccl_probe(id);
+
+			if (!d || !lib->probe_off[id] ||
+			    ((d->flags & NP_OPTIN) && !a->collectives) ||
+			    (ret && !(d->flags & NP_RET)))
+				continue;
+			offs[n] = lib->probe_off[id];
+			cookies[n] = ((uint64_t)slot << 16) | id;
+			n++;
+		}
+		got = tracer__attach_uprobes(a->tracer, p->pid, lib->path, offs, cookies, n, ret,
+					     &u);
+		if (got < 0) {
+			pr_debug("cannot attach %s in %s for pid %d: %s\n",
+				 ret ? "uretprobes" : "uprobes", lib->path, p->pid, strerror(-got));
+			failed += n;
 			continue;
 		}
-		if (!(d->flags & NP_RET))
-			continue;
-		if (tracer__attach_uprobe(a->tracer, p->pid, lib->path, lib->probe_off[id], cookie,
-					  true, &l) == 0 &&
-		    link_add(p, l) == 0)
-			ok++;
-		else
-			failed++;
+		ok += got;
+		failed += n - got;
+		if (link_add(p, u))
+			tracer__detach_uprobes(u);
 	}
 	if (a->cb.attached)
 		a->cb.attached(a->cb.ctx, p->pid, slot, ok, failed);

@@ -55,6 +55,9 @@ static const struct nccl_probe_def defs[] = {
 	{NT_P_DEBUG_LOG, "debug_log", "_Z12ncclDebugLog17ncclDebugLogLevelmPKciS1_z", NULL,
 	 NP_RET | NP_CORE},
 	{NT_P_ENQUEUE, "enqueue", "_Z16ncclEnqueueCheckP8ncclInfo", NULL, NP_OPTIN},
+	/* public C API (weak aliases of pnccl*): the last collective counts before the free */
+	{NT_P_COMM_DESTROY, "comm_destroy", "ncclCommDestroy", NULL, 0},
+	{NT_P_COMM_ABORT, "comm_abort", "ncclCommAbort", NULL, 0},
 	{NT_P_ROLE_PROXY_SERVICE, "role_proxy_service", "_Z16ncclProxyServicePv", NULL, 0},
 	{NT_P_ROLE_PROXY_PROGRESS, "role_proxy_progress", "_Z17ncclProxyProgressPv", NULL, 0},
 	{NT_P_ROLE_BOOTSTRAP_ROOT, "role_bootstrap_root", "_ZL13bootstrapRootPv", NULL, 0},

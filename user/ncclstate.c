@@ -31,6 +31,7 @@ struct ncomm {
 	int rank, nranks, lib;
 	uint64_t seq[NSEQ];
 	bool seq_ok;
+	bool gone; /* destroyed: its memory is NCCL's no more, never read again */
 };
 
 struct nsock {
@@ -237,6 +238,23 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		json_object_set_new(o, "text", json_string(text));
 		return o;
 	}
+	if (e->probe == NT_P_COMM_DESTROY || e->probe == NT_P_COMM_ABORT) {
+		for (int i = 0; i < p->ncomm; i++) {
+			struct ncomm *c = &p->comm[i];
+
+			if (c->addr != e->d.fin.comm || c->gone)
+				continue;
+			c->gone = true;
+			if (nccl_probe(e->probe) && s->seq_off && s->seq_off(s->ctx, c->lib) >= 0) {
+				memcpy(c->seq, e->d.fin.seq, sizeof(c->seq));
+				c->seq_ok = true;
+			}
+		}
+		o = base_record(e, "nccl");
+		json_object_set_new(o, "event", json_string("enter"));
+		json_object_set_new(o, "phase", json_string(d->name));
+		return o;
+	}
 	if (e->probe == NT_P_CONNECT_RETRY) {
 		char a[64];
 
@@ -339,6 +357,9 @@ void nccl_state__sample(struct nccl_state *s)
 		for (int k = 0; k < p->ncomm; k++) {
 			struct ncomm *c = &p->comm[k];
 			int off = s->seq_off ? s->seq_off(s->ctx, c->lib) : -1;
+
+			if (c->gone)
+				continue;
 			struct iovec local = {.iov_base = c->seq, .iov_len = sizeof(c->seq)};
 			struct iovec remote = {.iov_base = (void *)(uintptr_t)(c->addr + off),
 					       .iov_len = sizeof(c->seq)};

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/bpf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cli.h"
@@ -23,7 +25,12 @@ struct tracer {
 	void *ctx;
 	struct bpf_link *links[24];
 	int nlinks;
+	bool multi; /* uprobe_multi links work here */
 };
+
+/* BPF_TRACE_UPROBE_MULTI (Linux 6.6): Debian 12's uapi headers predate it */
+#define NT_TRACE_UPROBE_MULTI	 48
+#define NT_F_UPROBE_MULTI_RETURN 1
 
 /* The last libbpf warning, so a failed load can say why in one line. */
 static char libbpf_last[256];
@@ -65,6 +72,9 @@ static void set_mode_autoload(struct nccltrace_bpf *s, enum nt_attach_mode m)
 	bpf_program__set_autoload(s->progs.nt_krp_recv, m == NT_MODE_KPROBE);
 	bpf_program__set_autoload(s->progs.nt_tp_send, m == NT_MODE_TRACEPOINT);
 	bpf_program__set_autoload(s->progs.nt_tp_recv, m == NT_MODE_TRACEPOINT);
+	/* the uprobe_multi pair, when tried, needs its attach type at load */
+	bpf_program__set_expected_attach_type(s->progs.nt_uprobe_m, NT_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.nt_uretprobe_m, NT_TRACE_UPROBE_MULTI);
 	/* the inflight map only serves the kprobe pair */
 	bpf_map__set_max_entries(s->maps.inflight, m == NT_MODE_KPROBE ? 16384 : 1);
 }
@@ -169,6 +179,19 @@ static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t l
 	}
 	set_mode_autoload(s, m);
 	err = nccltrace_bpf__load(s);
+	t->multi = err == 0;
+	if (err) {
+		/* perhaps only the uprobe_multi pair is unknown to this kernel: without it */
+		nccltrace_bpf__destroy(s);
+		s = nccltrace_bpf__open();
+		if (!s)
+			return -errno;
+		set_mode_autoload(s, m);
+		bpf_program__set_autoload(s->progs.nt_uprobe_m, false);
+		bpf_program__set_autoload(s->progs.nt_uretprobe_m, false);
+		libbpf_last[0] = '\0';
+		err = nccltrace_bpf__load(s);
+	}
 	if (err) {
 		snprintf(why, len, "cannot load BPF programs: %s%s%s", strerror(-err),
 			 libbpf_last[0] ? ": " : "", libbpf_last);
@@ -320,17 +343,88 @@ int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_of
 	return 0;
 }
 
-int tracer__attach_uprobe(struct tracer *t, int pid, const char *path, uint64_t offset,
-			  uint64_t cookie, bool ret, struct bpf_link **link)
-{
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_program *p = ret ? t->skel->progs.nt_uretprobe : t->skel->progs.nt_uprobe;
+struct tracer_uprobes {
+	int fd; /* the uprobe_multi link, -1 if per-probe links */
+	struct bpf_link **links;
+	int nlinks;
+};
 
-	*link = bpf_program__attach_uprobe_opts(p, pid, path, offset, &opts);
-	return *link ? 0 : -errno;
+static int link_uprobe_multi(struct tracer *t, int pid, const char *path, const uint64_t *offs,
+			     const uint64_t *cookies, int n, bool ret)
+{
+	union bpf_attr attr;
+	struct {
+		__u32 prog_fd, target_fd, attach_type, flags;
+		__u64 path, offsets, ref_ctr_offsets, cookies;
+		__u32 cnt, flags2, pid;
+	} lc = {
+		.prog_fd = bpf_program__fd(ret ? t->skel->progs.nt_uretprobe_m
+					       : t->skel->progs.nt_uprobe_m),
+		.attach_type = NT_TRACE_UPROBE_MULTI,
+		.path = (uintptr_t)path,
+		.offsets = (uintptr_t)offs,
+		.cookies = (uintptr_t)cookies,
+		.cnt = n,
+		.flags2 = ret ? NT_F_UPROBE_MULTI_RETURN : 0,
+		.pid = pid,
+	};
+	int fd;
+
+	_Static_assert(sizeof(attr) >= sizeof(lc), "bpf_attr holds link_create.uprobe_multi");
+	memset(&attr, 0, sizeof(attr));
+	memcpy(&attr, &lc, sizeof(lc));
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
 }
 
-void tracer__detach(struct bpf_link *link)
+int tracer__attach_uprobes(struct tracer *t, int pid, const char *path, const uint64_t *offs,
+			   const uint64_t *cookies, int n, bool ret, struct tracer_uprobes **out)
 {
-	bpf_link__destroy(link);
+	struct tracer_uprobes *u = calloc(1, sizeof(*u));
+	int err = 0;
+
+	if (!u)
+		return -ENOMEM;
+	u->fd = -1;
+	if (t->multi && n > 0) {
+		u->fd = link_uprobe_multi(t, pid, path, offs, cookies, n, ret);
+		if (u->fd >= 0) {
+			*out = u;
+			return n;
+		}
+		pr_debug("uprobe_multi link for pid %d in %s: %s; one link per probe\n", pid, path,
+			 strerror(-u->fd));
+		u->fd = -1;
+	}
+	u->links = calloc(n > 0 ? n : 1, sizeof(*u->links));
+	if (!u->links) {
+		free(u);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookies[i], .retprobe = ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(
+			ret ? t->skel->progs.nt_uretprobe : t->skel->progs.nt_uprobe, pid, path,
+			offs[i], &opts);
+
+		if (!l) {
+			err = -errno;
+			continue;
+		}
+		u->links[u->nlinks++] = l;
+	}
+	*out = u;
+	return u->nlinks ? u->nlinks : err;
+}
+
+void tracer__detach_uprobes(struct tracer_uprobes *u)
+{
+	if (!u)
+		return;
+	if (u->fd >= 0)
+		close(u->fd);
+	for (int i = 0; i < u->nlinks; i++)
+		bpf_link__destroy(u->links[i]);
+	free(u->links);
+	free(u);
 }

@@ -44,14 +44,15 @@ int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const 
 /* Offsets of NCCL's struct fields for library slot (0..NT_MAX_LIBS-1). 0 or -errno. */
 int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o);
 
-struct bpf_link;
+struct tracer_uprobes;
 /*
- * A uprobe (or uretprobe) at offset in the file path, for process pid only, carrying cookie.
- * The link is the caller's to destroy. 0 or -errno.
+ * Uprobes (or uretprobes) at offsets in the file path, for process pid only, each carrying its
+ * cookie: one uprobe_multi link where the kernel has them, else one link per probe. Returns how
+ * many are attached, or -errno; *out is the caller's to detach.
  */
-int tracer__attach_uprobe(struct tracer *t, int pid, const char *path, uint64_t offset,
-			  uint64_t cookie, bool ret, struct bpf_link **link);
-void tracer__detach(struct bpf_link *link);
+int tracer__attach_uprobes(struct tracer *t, int pid, const char *path, const uint64_t *offs,
+			   const uint64_t *cookies, int n, bool ret, struct tracer_uprobes **out);
+void tracer__detach_uprobes(struct tracer_uprobes *u);
 
 /* Sum of the per-CPU counters */
 int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX]);

@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# NCCL probes on the fake NCCL library (tests/fixtures: NCCL 2.28.9's mangled names, argument
+# types and struct layouts, real TCP between real processes): phases, communicators, sockets,
+# settings, warnings, thread roles and collective counts reach the dump.
+. "$(dirname "$0")/lib.sh"
+
+NJ=$ROOT/build/nccljob
+FAKE=$ROOT/build/fakenccl/libnccl.so.2
+STRIPPED=$ROOT/build/fakenccl-stripped/libnccl.so.2
+export NCCLTRACE_CACHE_DIR=$TMP/cache
+
+if ! why=$(bpf_usable); then
+	skip nccl "BPF not usable here: $why"
+	exit 0
+fi
+if [ ! -x "$NJ" ] || [ ! -r "$FAKE" ]; then
+	fail nccl "fixture not built: run make (build/nccljob, $FAKE)"
+	exit 0
+fi
+
+# --- a healthy 3-rank job, with one setting from the environment and one from nccl.conf ---
+D=$TMP/healthy.jsonl
+printf 'NCCL_IB_TIMEOUT=19\n' >"$TMP/nccl.conf"
+NCCL_P2P_DISABLE=1 NCCL_CONF_FILE=$TMP/nccl.conf "$NT" run -t 3 --dump "$D" -- \
+	"$NJ" --ranks 3 --iters 12 --linger 0.6 >"$TMP/healthy.out" 2>&1
+rc=$?
+check healthy_exit "exit $rc: $(tail -3 "$TMP/healthy.out")" -- test $rc -eq 0
+check healthy_no_findings "findings: $(findings "$D")" -- test "$(findings "$D" | jq length)" = 0
+check lib_found "no nccl_lib record for the fake library" -- \
+	jq_ok "select(.type==\"nccl_lib\" and .path==\"$FAKE\" and .offsets==\"DWARF\" and .core_missing==0)" "$D"
+p1=$(rank_pid "$D" 1)
+check attached_rank1 "probes not attached to rank 1 (pid $p1)" -- \
+	jq_ok "select(.type==\"nccl_attach\" and .pid==$p1 and .probes > 20 and .failed==0)" "$D"
+check phase_init "no comm_init enter/exit for rank 1" -- \
+	jq_ok "select(.type==\"nccl\" and .pid==$p1 and .probe==\"comm_init\" and .event==\"exit\")" "$D"
+check phase_bootstrap "bootstrap_init of rank 1 does not say rank 1 of 3" -- \
+	jq_ok "select(.type==\"nccl\" and .pid==$p1 and .probe==\"bootstrap_init\" and .event==\"enter\" and .rank==1 and .nranks==3)" "$D"
+hashes=$(jq -r 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter") | .comm_hash' "$D" | sort -u | wc -l)
+n=$(jq -r 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter") | .pid' "$D" | sort -u | wc -l)
+check comm_hash_agrees "$n ranks in bootstrap, $hashes distinct comm hashes" -- test "$n" = 3 -a "$hashes" = 1
+check phase_ring_setup "no ring p2p setup (graph 0) in rank 1" -- \
+	jq_ok "select(.type==\"nccl\" and .pid==$p1 and .probe==\"p2p_setup\" and .graph==0)" "$D"
+check socket_bootstrap "no bootstrap socket connect" -- \
+	jq_ok 'select(.type=="nccl" and .probe=="socket_connect" and .event=="exit" and .socket_type=="bootstrap")' "$D"
+check setting_env "NCCL_P2P_DISABLE=1 not read" -- \
+	jq_ok "select(.type==\"nccl_setting\" and .pid==$p1 and .name==\"NCCL_P2P_DISABLE\" and .value==\"1\")" "$D"
+check setting_conf_file "NCCL_IB_TIMEOUT=19 from nccl.conf not seen" -- \
+	jq_ok "select(.type==\"nccl_setting\" and .pid==$p1 and .name==\"NCCL_IB_TIMEOUT\" and .value==\"19\")" "$D"
+check setting_unset_null "an unset setting is not null" -- \
+	jq_ok "select(.type==\"nccl_setting\" and .pid==$p1 and .name==\"NCCL_SOCKET_IFNAME\" and .value==null)" "$D"
+roles=$(jq -r "select(.type==\"nccl_thread\" and .pid==$p1) | .role" "$D" | sort | tr '\n' ' ')
+check thread_roles "rank 1 thread roles: $roles" -- test "$roles" = "proxy_progress proxy_service "
+check bootstrap_root_role "no bootstrap root thread in the launcher" -- \
+	jq_ok 'select(.type=="nccl_thread" and .role=="bootstrap_root")' "$D"
+coll=$(jq -s "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$p1) | .nccl.comms[0].collectives.AllReduce // 0] | max" "$D")
+check collective_counts "rank 1 AllReduce count $coll, want 12 (from comm->seqNumber)" -- test "$coll" = 12
+check conn_labels "no connection labelled with its NCCL socket type" -- \
+	jq_ok 'select(.type=="snapshot") | .conns[] | select(.nccl != null) | .nccl | test("bootstrap|net|proxy")' "$D"
+# the default mode has no per-collective probe
+check no_enqueue_default "enqueue probe fired without --collectives" -- \
+	bash -c "! jq -e 'select(.type==\"nccl\" and .probe==\"enqueue\")' '$D' >/dev/null"
+
+# --- --collectives: one event per collective with type and count ---
+D=$TMP/coll.jsonl
+"$NT" run --collectives --dump "$D" -- "$NJ" --ranks 2 --iters 5 --count 4096 >/dev/null 2>&1
+n=$(jq -s '[.[] | select(.type=="nccl" and .probe=="enqueue")] | length' "$D")
+check collectives_mode "$n enqueue events, want 10 (2 ranks x 5)" -- test "$n" = 10
+
+# --- a WARN reaches the dump with NCCL_DEBUG unset ---
+D=$TMP/warn.jsonl
+env -u NCCL_DEBUG "$NT" run --dump "$D" -- "$NJ" --ranks 2 --iters 3 --fault warn --fault-rank 1 \
+	>/dev/null 2>&1
+check warning_text "WARN text not captured" -- \
+	jq_ok 'select(.type=="nccl_warning") | .text | test("test warning from rank 1")' "$D"
+
+# --- a stripped library: warned about, socket tracing and diagnosis go on ---
+out=$("$NT" probes "$STRIPPED" 2>&1)
+rc=$?
+check stripped_probes_exit "exit $rc: $out" -- test $rc -eq 1
+D=$TMP/stripped.jsonl
+LD_LIBRARY_PATH=$(dirname "$STRIPPED") "$NT" run -t 2 --dump "$D" -- "$NJ" --ranks 3 --iters 40 \
+	--fault in-collective --fault-rank 1 --fault-for 5 >"$TMP/stripped.out" 2>&1
+rc=$?
+check stripped_runs "exit $rc" -- test $rc -eq 0
+check stripped_warned "no warning about missing probes" -- grep -q "core NCCL probe" "$TMP/stripped.out"
+check stripped_still_diagnosed "the stalled rank was not named: $(findings "$D")" -- \
+	test "$(findings "$D" | jq -r '.[0].rank')" = 1
+kill_leftovers
+pkill -9 -f "$NJ" 2>/dev/null
+true

@@ -75,6 +75,15 @@ static bool conn_is_data(const struct snap_conn *c)
 	return !(c->c.flags & NT_CONN_LISTENER) && !c->ras;
 }
 
+/*
+ * Both ends in one process (NCCL's main thread and its own proxy service talk over loopback):
+ * waiting there only says the process waits on itself, never who it really waits for.
+ */
+static bool conn_is_self(const struct snap_conn *c)
+{
+	return c->peer_pid > 0 && c->peer_pid == c->pid;
+}
+
 /* Is the owner still trying this connection, and since when has it got nowhere? */
 static bool conn_tried(const struct snap_conn *c, const struct diag_config *cfg, uint64_t now)
 {
@@ -118,7 +127,8 @@ int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cf
 	for (int i = 0; i < s->nconns; i++) {
 		const struct snap_conn *c = &s->conns[i];
 
-		if (c->pid != pid || !conn_is_data(c) || !conn_tried(c, cfg, s->now_ns))
+		if (c->pid != pid || !conn_is_data(c) || conn_is_self(c) ||
+		    !conn_tried(c, cfg, s->now_ns))
 			continue;
 		if (conn_progress(c) < best_t) {
 			best_t = conn_progress(c);

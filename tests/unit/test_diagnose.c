@@ -563,6 +563,23 @@ static void test_ras_socket_ignored(void **state)
 	free(w);
 }
 
+/* a process spinning on a socket to itself (NCCL's proxy) waits on nobody we can name */
+static void test_self_connection_is_no_wait(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	int ci;
+
+	(void)state;
+	add_proc(w, 300, 0, 'R', "");
+	ci = add_pair(w, 300, 300, STALL_START);
+	spin(&w->conns[ci]);
+	spin(&w->conns[ci + 1]);
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 300), -1);
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
 static void test_chain_ends_at_untraced_address(void **state)
 {
 	struct world *w = world_new();
@@ -835,6 +852,7 @@ int main(void)
 		cmocka_unit_test(test_connect_unanswered),
 		cmocka_unit_test(test_untraced_peer),
 		cmocka_unit_test(test_ras_socket_ignored),
+		cmocka_unit_test(test_self_connection_is_no_wait),
 		cmocka_unit_test(test_chain_ends_at_untraced_address),
 		cmocka_unit_test(test_two_waiters_on_one_address),
 		cmocka_unit_test(test_longest_direct_waiter),

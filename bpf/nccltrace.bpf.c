@@ -711,7 +711,16 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 		st = bpf_map_lookup_elem(&phases, &tid);
 		e->depth = st ? st->depth : 0;
 	}
-	bpf_ringbuf_submit(e, 0);
+	/*
+	 * One event per collective (--collectives): waking the tracer for each would cost the job
+	 * tens of microseconds per collective; the 200 ms tick reads them, unless the buffer fills.
+	 */
+	if (probe == NT_P_ENQUEUE)
+		bpf_ringbuf_submit(e, bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (1 << 18)
+					      ? BPF_RB_FORCE_WAKEUP
+					      : BPF_RB_NO_WAKEUP);
+	else
+		bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 

@@ -78,25 +78,39 @@ run_mode "non-blocking, 1 MiB steps" --size 1048576
 run_mode "blocking, 64 KiB steps" --blocking
 
 # NCCL probes in a steady collective loop (the fake NCCL of tests/fixtures): uprobe events per
-# collective per rank, from the dump, in the default mode and with --collectives. The number
-# of events of a short and a long run differ only by the collectives in between.
+# collective per rank, from the dump, in the default mode and with --collectives (the event
+# counts of a short and a long run differ only by the collectives in between); and the time per
+# collective of a 1-rank job, where a collective is only the enqueue and a thread handoff, so
+# that the cost of the probes stands out.
 if [ -x build/nccljob ]; then
+	count() { jq -s '[.[] | select(.type=="nccl" or .type=="nccl_setting" or .type=="nccl_thread" or .type=="nccl_warning")] | length' "$1"; }
+	us() { sed -n 's/.*, \([0-9.]*\) us each.*/\1/p'; }
 	echo
-	echo "NCCL uprobe events per rank per collective (fake NCCL, 2 ranks, steady loop)"
+	echo "NCCL probes in a steady loop (fake NCCL): uprobe events per collective per rank (2 ranks),"
+	echo "and microseconds per collective of a 1-rank job ($REPS interleaved runs, median)"
 	echo
-	echo "| mode | events per collective per rank |"
-	echo "|---|---|"
+	echo "| mode | events per collective per rank | us per collective, 1 rank (untraced -> traced) |"
+	echo "|---|---|---|"
 	for mode in default --collectives; do
 		opt=()
 		[ "$mode" = default ] || opt=("$mode")
 		for iters in 20 220; do
 			rm -f "$TMP/n$iters.jsonl"
 			"$NT" run "${opt[@]}" --dump "$TMP/n$iters.jsonl" -- build/nccljob --ranks 2 \
-				--iters $iters --step-delay 0 >/dev/null 2>&1
+				--iters $iters --step-delay 0 --import-delay 0 >/dev/null 2>&1
 		done
-		count() { jq -s '[.[] | select(.type=="nccl" or .type=="nccl_setting" or .type=="nccl_thread" or .type=="nccl_warning")] | length' "$1"; }
 		a=$(count "$TMP/n20.jsonl")
 		b=$(count "$TMP/n220.jsonl")
-		printf '| %s | %s |\n' "$mode" "$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b-a)/200/2}')"
+		base=() traced=()
+		for i in $(seq 1 "$REPS"); do
+			base+=("$(build/nccljob --ranks 1 --iters 20000 --count 1 --step-delay 0 \
+				--import-delay 0 | us)")
+			rm -f "$TMP/u.jsonl"
+			traced+=("$("$NT" run "${opt[@]}" --dump "$TMP/u.jsonl" -- build/nccljob --ranks 1 \
+				--iters 20000 --count 1 --step-delay 0 --import-delay 1 2>/dev/null | us)")
+		done
+		printf '| %s | %s | %.2f -> %.2f |\n' "$mode" \
+			"$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", (b-a)/200/2}')" \
+			"$(median <<<"${base[*]}")" "$(median <<<"${traced[*]}")"
 	done
 fi

@@ -97,7 +97,7 @@ if [ -x build/nccljob ]; then
 		for iters in 20 220; do
 			rm -f "$TMP/n$iters.jsonl"
 			"$NT" run "${opt[@]}" --dump "$TMP/n$iters.jsonl" -- build/nccljob --ranks 2 \
-				--iters $iters --step-delay 0 --import-delay 0 >/dev/null 2>&1
+				--iters $iters --step-delay 0 >/dev/null 2>&1
 		done
 		a=$(count "$TMP/n20.jsonl")
 		b=$(count "$TMP/n220.jsonl")

@@ -100,35 +100,24 @@ static bool conn_tried(const struct snap_conn *c, const struct diag_config *cfg,
 	return false;
 }
 
-static uint64_t proc_progress(const struct snapshot *s, int pid)
-{
-	uint64_t t = 0;
-
-	for (int i = 0; i < s->nconns; i++) {
-		const struct snap_conn *c = &s->conns[i];
-
-		if (c->pid == pid && conn_is_data(c) && conn_progress(c) > t)
-			t = conn_progress(c);
-	}
-	return t;
-}
-
 int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cfg, int pid)
 {
 	const struct snap_proc *p = snapshot_proc(s, pid);
-	uint64_t progress, best_t = UINT64_MAX;
+	uint64_t best_t = UINT64_MAX;
 	int best = -1;
 
 	if (!p || p->exited || p->state == 'T' || p->state == 't' || p->state == 'Z')
 		return -1;
-	progress = proc_progress(s, pid);
-	if (progress == 0 || s->now_ns - progress <= cfg->stall_threshold_ns)
-		return -1;
+	/*
+	 * Per connection, not per process: other connections of the process may well move
+	 * (PyTorch's TCPStore client, NCCL RAS keep-alives) while it is stuck on this one.
+	 */
 	for (int i = 0; i < s->nconns; i++) {
 		const struct snap_conn *c = &s->conns[i];
 
 		if (c->pid != pid || !conn_is_data(c) || conn_is_self(c) ||
-		    !conn_tried(c, cfg, s->now_ns))
+		    !conn_tried(c, cfg, s->now_ns) ||
+		    s->now_ns - conn_progress(c) <= cfg->stall_threshold_ns)
 			continue;
 		if (conn_progress(c) < best_t) {
 			best_t = conn_progress(c);
@@ -436,7 +425,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 		/* direct waiters: their connection's peer is the culprit (or goes to its address) */
 		if (wc->peer_pid == cul[i].pid || (cul[i].pid == 0 && wait[i] == cul[i].conn) ||
 		    cul[i].cycle) {
-			uint64_t prog = proc_progress(s, s->procs[i].pid);
+			uint64_t prog = conn_progress(wc);
 
 			/* the longest waiter's last progress */
 			if (!f->since_ns || prog < f->since_ns)

@@ -747,10 +747,15 @@ static void test_waiting_conn_oldest_progress(void **state)
 	/* a closed connection is not tried */
 	w->conns[b].closed = true;
 	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), a);
-	/* any recent progress on one of its connections: not waiting */
+	/*
+	 * recent progress on another connection (PyTorch's TCPStore, RAS keep-alives) does not
+	 * hide the wait; progress on the connection itself ends it
+	 */
 	set_progress(&w->conns[c], NOW - SEC);
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), a);
+	set_progress(&w->conns[a], NOW - SEC);
 	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), -1);
-	set_progress(&w->conns[c], NOW - 30 * SEC);
+	set_progress(&w->conns[a], NOW - 8 * SEC);
 	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), a);
 
 	/* processes that cannot be waiting */

@@ -1,0 +1,27 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# On the 2-GPU machine: real PyTorch + NCCL under a static nccltrace, healthy and with rank 1
+# stalled mid-loop, over NVLink and with sockets forced. Dumps and logs go to $OUT (or ./gpu-out).
+#   scripts/gpu-smoke.sh [NCCLTRACE]   (default build/nccltrace-static)
+set -u
+cd "$(dirname "$0")/.."
+NT=${1:-build/nccltrace-static}
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 NCCLTRACE_CACHE_DIR=/tmp/nccltrace-cache
+TR="python3 -m torch.distributed.run --nproc_per_node=2 --master_port=29531 tests/gpu/allreduce.py"
+run() { # NAME ENV... -- ARGS
+	local name=$1
+	shift
+	echo "== $name"
+	env "$@" "$NT" run -v -t 3 --dump "$OUT/$name.jsonl" -- $TR $EXTRA >"$OUT/$name.log" 2>&1
+	echo "exit $?"
+	grep -E "^nccltrace: [A-Z]|STALL|NCCL 2|attach mode" "$OUT/$name.log" | head -8
+	pkill -9 -f allreduce.py 2>/dev/null
+	sleep 1
+}
+SOCK=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
+EXTRA="--iters 40"; run nvlink-healthy PATH="$PATH"
+EXTRA="--iters 40"; run sockets-healthy "${SOCK[@]}"
+EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run sockets-stall "${SOCK[@]}"
+EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run nvlink-stall PATH="$PATH"

@@ -50,6 +50,7 @@ struct nproc {
 	struct nsock sock[MAX_SOCKS];
 	int nsock;
 	uint64_t warnings;
+	uint64_t suppressed; /* WARN calls NCCL downgraded to INFO */
 	uint64_t retries;
 	char last_warning[256];
 };
@@ -232,6 +233,14 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		char text[257];
 
 		snprintf(text, sizeof(text), "%s", e->d.text);
+		/*
+		 * NCCL downgrades some WARNs to INFO (ncclDebugNoWarn, e.g. while probing NVLS):
+		 * those never reach ncclLastError. Seen on the GPU machine as empty texts.
+		 */
+		if (!text[0]) {
+			p->suppressed++;
+			return NULL;
+		}
 		p->warnings++;
 		snprintf(p->last_warning, sizeof(p->last_warning), "%.255s", text);
 		o = base_record(e, "nccl_warning");
@@ -423,6 +432,7 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 	json_object_set_new(o, "threads", th);
 	json_object_set_new(o, "comms", cm);
 	json_object_set_new(o, "warnings", json_integer(p->warnings));
+	json_object_set_new(o, "warnings_downgraded", json_integer(p->suppressed));
 	json_object_set_new(o, "connect_retries", json_integer(p->retries));
 	json_object_set_new(o, "settings_read", json_integer(p->nset));
 	return o;

@@ -232,6 +232,13 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 		read_tuple(sk, &c->t);
 	if (!c->ino)
 		c->ino = sk_inode(sk);
+	if (now - c->figures_ns >= FIGURES_EVERY_NS) {
+		/* the NCCL phase of the thread moving bytes, as often as the figures */
+		__u32 phase = thread_phase((__u32)pid_tgid);
+
+		if (phase)
+			c->nccl_phase = phase;
+	}
 	read_tcp_figures(sk, c, now);
 }
 

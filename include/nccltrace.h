@@ -102,7 +102,8 @@ struct nt_conn {
 	__u32 recv_q; /* rcv_nxt - copied_seq: bytes the owner has not read */
 	__u32 flags;
 	__u32 resets;
-	__u32 nccl_phase; /* NCCL probe on top of the creating thread's phase stack, 0 if none */
+	__u32 nccl_phase; /* NCCL probe on top of the phase stack of the thread that created it
+			   * or last moved bytes on it (sampled every 10 ms), 0 if none */
 	__u32 pad;
 };
 _Static_assert(sizeof(struct nt_conn) == 248, "nt_conn layout");

@@ -226,8 +226,7 @@ static json_t *conn_json(const struct snap_conn *sc, uint64_t now, const char *l
 	if (label)
 		json_object_set_new(o, "nccl", json_string(label));
 	if (c->nccl_phase && nccl_probe(c->nccl_phase))
-		json_object_set_new(o, "nccl_created_in",
-				    json_string(nccl_probe(c->nccl_phase)->name));
+		json_object_set_new(o, "nccl_phase", json_string(nccl_probe(c->nccl_phase)->name));
 #undef AGE
 	return o;
 }

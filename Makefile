@@ -99,9 +99,9 @@ $(DEMO): tests/demo/ringjob.c | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -pthread $< -o $@
 
-$(OUTPUT)/tests/%: tests/unit/%.c $(PURE_OBJS) | $(OUTPUT)/tests
+$(OUTPUT)/tests/%: tests/unit/%.c tests/unit/testutil.h $(PURE_OBJS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $(filter-out %.h,$^) $(LIBS) -lcmocka -o $@
 
 test: $(UNIT_BINS)
 	$(Q)scripts/run-tests.sh --unit $(UNIT_BINS)

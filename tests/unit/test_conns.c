@@ -11,31 +11,16 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "conns.h"
+#include "testutil.h"
 
 static struct nt_tuple tuple4(const char *sa, uint16_t sp, const char *da, uint16_t dp)
 {
-	struct nt_tuple t;
-
-	memset(&t, 0, sizeof(t));
-	t.family = AF_INET;
-	assert_int_equal(inet_pton(AF_INET, sa, t.saddr), 1);
-	assert_int_equal(inet_pton(AF_INET, da, t.daddr), 1);
-	t.sport = sp;
-	t.dport = dp;
-	return t;
+	return test_tuple(AF_INET, sa, sp, da, dp);
 }
 
 static struct nt_tuple tuple6(const char *sa, uint16_t sp, const char *da, uint16_t dp)
 {
-	struct nt_tuple t;
-
-	memset(&t, 0, sizeof(t));
-	t.family = AF_INET6;
-	assert_int_equal(inet_pton(AF_INET6, sa, t.saddr), 1);
-	assert_int_equal(inet_pton(AF_INET6, da, t.daddr), 1);
-	t.sport = sp;
-	t.dport = dp;
-	return t;
+	return test_tuple(AF_INET6, sa, sp, da, dp);
 }
 
 static struct nt_tuple reverse(struct nt_tuple t)

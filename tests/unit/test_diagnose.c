@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "diagnose.h"
+#include "testutil.h"
 
 #define SEC	     NT_NSEC_PER_SEC
 #define MSEC	     (SEC / 1000)
@@ -89,12 +90,7 @@ static void set_exited(struct snap_proc *p, int status, uint64_t when)
 
 static void tuple4(struct nt_tuple *t, const char *sa, int sp, const char *da, int dp)
 {
-	memset(t, 0, sizeof(*t));
-	t->family = AF_INET;
-	assert_int_equal(inet_pton(AF_INET, sa, t->saddr), 1);
-	assert_int_equal(inet_pton(AF_INET, da, t->daddr), 1);
-	t->sport = sp;
-	t->dport = dp;
+	*t = test_tuple(AF_INET, sa, sp, da, dp);
 }
 
 /* An established connection owned by pid; progress is its last byte either way. */

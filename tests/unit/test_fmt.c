@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "fmt.h"
+#include "testutil.h"
 
 static void test_count(void **state)
 {
@@ -72,15 +73,7 @@ static void test_bytes(void **state)
 
 static struct nt_tuple tuple(int family, const char *sa, int sp, const char *da, int dp)
 {
-	struct nt_tuple t;
-
-	memset(&t, 0, sizeof(t));
-	t.family = family;
-	assert_int_equal(inet_pton(family, sa, t.saddr), 1);
-	assert_int_equal(inet_pton(family, da, t.daddr), 1);
-	t.sport = sp;
-	t.dport = dp;
-	return t;
+	return test_tuple(family, sa, sp, da, dp);
 }
 
 static void test_endpoint_ipv4(void **state)
@@ -120,7 +113,7 @@ static void test_endpoint_ipv6(void **state)
 	assert_string_equal(buf, "[::]:2");
 }
 
-static void test_tuple(void **state)
+static void test_fmt_tuple(void **state)
 {
 	struct nt_tuple t = tuple(AF_INET, "127.0.0.1", 40312, "127.0.0.1", 40001);
 	char buf[112];
@@ -180,7 +173,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_count),	      cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_endpoint_ipv4), cmocka_unit_test(test_endpoint_ipv6),
-		cmocka_unit_test(test_tuple),	      cmocka_unit_test(test_tcp_state),
+		cmocka_unit_test(test_fmt_tuple),     cmocka_unit_test(test_tcp_state),
 		cmocka_unit_test(test_syscall),
 	};
 

@@ -63,6 +63,9 @@ static uint64_t conn_progress(const struct snap_conn *c)
 {
 	uint64_t t = c->c.first_ns;
 
+	/* a connect (NCCL's retries make new ones) counts from its own start */
+	if (c->c.state == TCP_SYN_SENT && c->c.state_ns > t)
+		t = c->c.state_ns;
 	if (c->c.last_send_ns > t)
 		t = c->c.last_send_ns;
 	if (c->c.last_recv_ns > t)
@@ -92,8 +95,12 @@ static bool conn_tried(const struct snap_conn *c, const struct diag_config *cfg,
 	if (c->c.last_eagain_ns && now - c->c.last_eagain_ns <= cfg->active_window_ns &&
 	    c->c.last_eagain_ns > conn_progress(c))
 		return true;
-	if (c->blocked != SNAP_BLOCK_NONE && c->blocked != SNAP_BLOCK_POLL &&
-	    now - c->blocked_since_ns >= cfg->stall_threshold_ns)
+	/*
+	 * Blocked in a call on it right now is trying, however recently the thread went back in:
+	 * /proc is sampled every tick, so a thread that wakes only to block again looks freshly
+	 * blocked at every step. How long nothing moved is the connection's own age.
+	 */
+	if (c->blocked != SNAP_BLOCK_NONE && c->blocked != SNAP_BLOCK_POLL)
 		return true;
 	if (c->c.state == TCP_SYN_SENT && now - c->c.state_ns >= cfg->stall_threshold_ns)
 		return true;

@@ -456,9 +456,16 @@ static void test_blocked_in_recv(void **state)
 	assert_int_equal(out[0].nwaiters, 3);
 	assert_true(evidence_has(&out[0], "thread 1002 blocked in receive"));
 
-	/* blocked only for a moment: not yet waiting */
+	/*
+	 * blocked again just now is still a wait (sampling sees a thread that wakes and blocks
+	 * again as freshly blocked); bytes a moment ago are not
+	 */
 	for (int r = 0; r < 4; r++)
 		w->conns[w->recv_conn[r]].blocked_since_ns = NOW - SEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 101);
+	for (int r = 0; r < 4; r++)
+		set_progress(&w->conns[w->recv_conn[r]], NOW - SEC);
 	assert_int_equal(run(w, out), 0);
 	free(w);
 }

@@ -388,6 +388,127 @@ static int first_abnormal_exit(const struct snapshot *s)
 	return best;
 }
 
+static bool named_in(const struct finding *out, int n, int pid)
+{
+	for (int i = 0; i < n; i++) {
+		if (out[i].pid == pid)
+			return true;
+		for (int k = 0; k < out[i].nwaiters; k++)
+			if (out[i].waiters[k] == pid)
+				return true;
+	}
+	return false;
+}
+
+static const char *setup_name(int cls)
+{
+	return cls == SNAP_SETUP_INIT ? "communicator init" : "transport setup";
+}
+
+/*
+ * NCCL setup blocking, which NCCL never reports: ranks inside communicator init (bootstrap)
+ * or transport setup (the lazy ring connect of the first collective) for longer than the
+ * threshold, while a rank of the same job is not in it: outside NCCL, stopped, exited, or
+ * never started. A rank busy in another NCCL phase may just be slow: no finding for it.
+ */
+static void setup_findings(const struct snapshot *s, const struct diag_config *cfg,
+			   struct finding *out, int *n, int max)
+{
+	for (int cls = SNAP_SETUP_INIT; cls <= SNAP_SETUP_TRANSPORT; cls++) {
+		const struct snap_proc *longest = NULL, *cul = NULL;
+		int waiters[DIAG_MAX_WAITERS], nw = 0, world = -1, missing = -1;
+		struct finding *f;
+		char cn[64], ws[112];
+
+		for (int i = 0; i < s->nprocs; i++) {
+			const struct snap_proc *p = &s->procs[i];
+
+			if (p->rank < 0 || p->exited || p->nccl_setup != cls ||
+			    s->now_ns - p->nccl_setup_since_ns <= cfg->stall_threshold_ns ||
+			    named_in(out, *n, p->pid))
+				continue;
+			if (nw < DIAG_MAX_WAITERS)
+				waiters[nw++] = p->pid;
+			if (!longest || p->nccl_setup_since_ns < longest->nccl_setup_since_ns)
+				longest = p;
+			if (p->world_size > 0)
+				world = p->world_size;
+		}
+		if (!nw)
+			continue;
+		for (int i = 0; i < s->nprocs; i++) {
+			const struct snap_proc *p = &s->procs[i];
+			bool stopped = p->state == 'T' || p->state == 't';
+
+			if (p->rank < 0 || (world > 0 && p->world_size != world) ||
+			    p->nccl_setup == cls || named_in(out, *n, p->pid))
+				continue;
+			/* inside another NCCL phase: progressing, perhaps slowly */
+			if (!p->exited && !stopped && p->nccl_phase[0])
+				continue;
+			if (!cul || (cul->exited && !p->exited))
+				cul = p;
+		}
+		for (int r = 0; !cul && world > 0 && r < world && missing < 0; r++) {
+			bool seen = false;
+
+			for (int i = 0; i < s->nprocs && !seen; i++)
+				seen = s->procs[i].rank == r && s->procs[i].world_size == world;
+			if (!seen)
+				missing = r;
+		}
+		if ((!cul && missing < 0) || *n >= max)
+			continue;
+		f = &out[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->conn = -1;
+		f->since_ns = longest->nccl_setup_since_ns;
+		f->peer_pid = longest->pid;
+		f->peer_rank = longest->rank;
+		for (int k = 0; k < nw; k++)
+			f->waiters[f->nwaiters++] = waiters[k];
+		waiter_list(s, f, ws, sizeof(ws));
+		if (cul) {
+			f->pid = cul->pid;
+			f->rank = cul->rank;
+			describe_culprit(cul, f);
+			f->kind = cul->exited				   ? FINDING_PEER_DEAD
+				  : cul->state == 'T' || cul->state == 't' ? FINDING_PEER_STOPPED
+				  : cls == SNAP_SETUP_INIT		   ? FINDING_INIT_BLOCKED
+							   : FINDING_RING_SETUP_BLOCKED;
+			snap_proc_name(cul, cul->pid, cn, sizeof(cn));
+			if (cul->exited)
+				add_evidence(f, "pid %d %s", cul->pid, f->phase);
+			else
+				add_evidence(f, "/proc/%d/stat state %c%s%s, not in NCCL %s",
+					     cul->pid, cul->state,
+					     cul->where[0] ? ", main thread in " : "", cul->where,
+					     setup_name(cls));
+		} else {
+			f->pid = 0;
+			f->rank = missing;
+			f->kind = FINDING_PEER_DEAD;
+			snprintf(f->phase, sizeof(f->phase), "never started");
+			snprintf(cn, sizeof(cn), "rank %d", missing);
+			add_evidence(f, "no traced process has RANK=%d (WORLD_SIZE=%d)", missing,
+				     world);
+		}
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s wait%s in NCCL %s for %.1fs for %s, which is not in it: %s", ws,
+			 nw > 1 ? "" : "s", setup_name(cls),
+			 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC, cn, f->phase);
+		for (int k = 0; k < nw && f->nevidence < DIAG_MAX_EVIDENCE; k++) {
+			const struct snap_proc *w = snapshot_proc(s, waiters[k]);
+			char wn[48];
+
+			snap_proc_name(w, w->pid, wn, sizeof(wn));
+			add_evidence(f, "%s in NCCL %s for %.1fs, now in %s", wn, setup_name(cls),
+				     (double)(s->now_ns - w->nccl_setup_since_ns) / NT_NSEC_PER_SEC,
+				     w->nccl_phase[0] ? w->nccl_phase : "?");
+		}
+	}
+}
+
 int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct finding *out, int max)
 {
 	int wait[s->nprocs > 0 ? s->nprocs : 1];
@@ -544,12 +665,17 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			}
 		}
 	}
+	setup_findings(s, cfg, out, &n, max);
+
 	for (int i = 0; i < n; i++) {
 		char ep[64];
 
 		if (out[i].pid > 0)
 			snprintf(out[i].key, sizeof(out[i].key), "%s:pid:%d",
 				 finding_kind_name(out[i].kind), out[i].pid);
+		else if (out[i].conn < 0)
+			snprintf(out[i].key, sizeof(out[i].key), "%s:rank:%d",
+				 finding_kind_name(out[i].kind), out[i].rank);
 		else
 			snprintf(out[i].key, sizeof(out[i].key), "%s:addr:%s",
 				 finding_kind_name(out[i].kind),

@@ -10,6 +10,7 @@
 #include "nccllib.h"
 #include "ncclstate.h"
 #include "procfs.h"
+#include "snapshot.h"
 
 #define MAX_THREADS  64
 #define MAX_COMMS    16
@@ -471,4 +472,45 @@ const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *sin
 	if (since_ns)
 		*since_ns = best->since[best->depth - 1];
 	return probe_label(best->probe[best->depth - 1]);
+}
+
+static int setup_class(int probe)
+{
+	switch (probe) {
+	case NT_P_COMM_INIT:
+	case NT_P_BOOTSTRAP_INIT:
+	case NT_P_BOOTSTRAP_SPLIT:
+	case NT_P_INIT_TRANSPORTS:
+		return SNAP_SETUP_INIT;
+	case NT_P_RING_CONNECT:
+	case NT_P_TREE_CONNECT:
+	case NT_P_P2P_SETUP:
+	case NT_P_PROXY_CONNECT:
+		return SNAP_SETUP_TRANSPORT;
+	default:
+		return SNAP_SETUP_NONE;
+	}
+}
+
+int nccl_state__setup(const struct nccl_state *s, int pid, uint64_t *since_ns)
+{
+	const struct nproc *p = proc_find(s, pid);
+	const struct nthread *best = NULL;
+
+	for (int i = 0; p && i < p->nth; i++) {
+		const struct nthread *t = &p->th[i];
+
+		if (t->depth <= 0 || !setup_class(t->probe[0]))
+			continue;
+		if (t->tid == pid) {
+			best = t;
+			break;
+		}
+		if (!best || t->since[0] < best->since[0])
+			best = t;
+	}
+	if (!best)
+		return SNAP_SETUP_NONE;
+	*since_ns = best->since[0];
+	return setup_class(best->probe[0]);
 }

@@ -32,6 +32,12 @@ const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64
 /* The innermost phase of pid's main thread (or any thread inside NCCL), NULL if none. */
 const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns);
 
+/*
+ * Is pid inside a blocking NCCL setup (communicator init, transport setup)? The outermost NCCL
+ * call of its main thread, else of its thread in one the longest: SNAP_SETUP_* and since when.
+ */
+int nccl_state__setup(const struct nccl_state *s, int pid, uint64_t *since_ns);
+
 /* pure: NCCL socket type number to name ("bootstrap", "proxy", "net", "ib", "ras") */
 const char *nccl_socket_type_name(int type);
 

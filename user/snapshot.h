@@ -23,6 +23,13 @@ enum snap_block {
 	SNAP_BLOCK_POLL,
 };
 
+/* Which blocking NCCL setup a process is inside (the outermost NCCL call of a thread). */
+enum snap_setup {
+	SNAP_SETUP_NONE = 0,
+	SNAP_SETUP_INIT,      /* ncclCommInitRank*, bootstrap, transport init */
+	SNAP_SETUP_TRANSPORT, /* ring/tree connect, P2P setup, proxy connect (lazy, 1st collective) */
+};
+
 struct snap_proc {
 	int pid;
 	int ppid;
@@ -40,6 +47,8 @@ struct snap_proc {
 	bool nccl;	      /* NCCL probes are live in it */
 	char nccl_phase[32];  /* innermost NCCL phase (main thread first), "" outside */
 	uint64_t nccl_since_ns;
+	int nccl_setup; /* enum snap_setup: inside communicator init or transport setup */
+	uint64_t nccl_setup_since_ns; /* since when (the outermost such call) */
 };
 
 struct snap_conn {

@@ -74,6 +74,32 @@ env -u NCCL_DEBUG "$NT" run --dump "$D" -- "$NJ" --ranks 2 --iters 3 --fault war
 check warning_text "WARN text not captured" -- \
 	jq_ok 'select(.type=="nccl_warning") | .text | test("test warning from rank 1")' "$D"
 
+# --- silent setup blocking, which NCCL never reports: the right kind, rank 1, in time ---
+THRESH=2
+setup_fault() { # FAULT KIND
+	local D=$TMP/$1.jsonl OUT=$TMP/$1.out f t0 t1
+	"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 6 --fault "$1" --fault-rank 1 \
+		--fault-for 5 --timeout 12 >"$OUT" 2>&1
+	f=$(findings "$D")
+	check "${1}_kind" "findings: $f" -- test "$(jq -r '.[0].kind' <<<"$f")" = "$2"
+	check "${1}_rank" "named rank $(jq -r '.[0].rank' <<<"$f")" -- \
+		test "$(jq -r '.[0].rank' <<<"$f")" = 1
+	check "${1}_one" "$(jq length <<<"$f") findings" -- test "$(jq length <<<"$f")" = 1
+	t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$OUT" | head -1)
+	t1=$(opened_ns "$D" "$2")
+	if [ -n "$t0" ] && [ -n "$t1" ]; then
+		echo "# $1: detected $(((t1 - t0) / 1000000)) ms after the fault (threshold ${THRESH}s)"
+		check "${1}_latency" "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
+			test $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
+	else
+		fail "${1}_latency" "no fault marker ($t0) or no finding ($t1)"
+	fi
+	pkill -9 -f "$NJ" 2>/dev/null
+}
+setup_fault ring-setup ring_setup_blocked
+setup_fault before-init init_blocked
+setup_fault never-join peer_dead
+
 # --- a stripped library: warned about, socket tracing and diagnosis go on ---
 out=$("$NT" probes "$STRIPPED" 2>&1)
 rc=$?

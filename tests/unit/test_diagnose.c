@@ -583,6 +583,109 @@ static void test_self_connection_is_no_wait(void **state)
 	free(w);
 }
 
+/* ranks 0..n-1 (pids 100+r) of one job, none connected yet */
+static void job(struct world *w, int n)
+{
+	for (int r = 0; r < n; r++) {
+		struct snap_proc *p = add_proc(w, 100 + r, r, 'S', "epoll_wait");
+
+		p->world_size = n;
+		p->nccl = true;
+	}
+}
+
+static void in_setup(struct snap_proc *p, int cls, uint64_t since, const char *inner)
+{
+	p->nccl_setup = cls;
+	p->nccl_setup_since_ns = since;
+	p->nccl_since_ns = since;
+	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", inner);
+}
+
+static void test_ring_setup_blocked(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	in_setup(proc(w, 100), SNAP_SETUP_TRANSPORT, STALL_START, "proxy call");
+	in_setup(proc(w, 102), SNAP_SETUP_TRANSPORT, STALL_START + SEC, "socket accept");
+	snprintf(proc(w, 101)->where, sizeof(proc(w, 101)->where), "clock_nanosleep");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_RING_SETUP_BLOCKED);
+	assert_int_equal(out[0].pid, 101);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].peer_pid, 100); /* in setup the longest */
+	assert_int_equal(out[0].nwaiters, 2);
+	assert_true(out[0].since_ns == STALL_START);
+	assert_contains(out[0].summary, "transport setup");
+	assert_contains(out[0].phase, "outside NCCL");
+	assert_true(evidence_has(&out[0], "now in proxy call"));
+	assert_string_equal(out[0].key, "ring_setup_blocked:pid:101");
+
+	/* stopped or exited instead */
+	proc(w, 101)->state = 'T';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_STOPPED);
+	proc(w, 101)->state = 'S';
+	set_exited(proc(w, 101), 0, STALL_START);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+
+	/* not long enough yet */
+	proc(w, 101)->exited = false;
+	proc(w, 101)->state = 'S';
+	in_setup(proc(w, 100), SNAP_SETUP_TRANSPORT, NOW - SEC, "proxy call");
+	in_setup(proc(w, 102), SNAP_SETUP_TRANSPORT, NOW - SEC, "proxy call");
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+static void test_init_blocked_and_slow_init(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	for (int r = 0; r < 3; r++)
+		in_setup(proc(w, 100 + r), SNAP_SETUP_INIT, STALL_START, "socket accept");
+	/* every rank inside init, however long: slow (a big cluster), not blocked by a rank */
+	assert_int_equal(run(w, out), 0);
+	/* one rank elsewhere inside NCCL: perhaps slow too, no finding */
+	in_setup(proc(w, 101), SNAP_SETUP_NONE, 0, "topology");
+	assert_int_equal(run(w, out), 0);
+	/* outside NCCL: that is the one */
+	proc(w, 101)->nccl_phase[0] = '\0';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_INIT_BLOCKED);
+	assert_int_equal(out[0].rank, 1);
+	assert_contains(out[0].summary, "communicator init");
+	free(w);
+}
+
+static void test_rank_never_started(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	/* rank 2 never appeared: the job has pids 100 and 101 only */
+	w->s.nprocs = 2;
+	for (int r = 0; r < 2; r++)
+		in_setup(proc(w, 100 + r), SNAP_SETUP_INIT, STALL_START, "socket accept");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	assert_int_equal(out[0].pid, 0);
+	assert_int_equal(out[0].rank, 2);
+	assert_string_equal(out[0].phase, "never started");
+	assert_string_equal(out[0].key, "peer_dead:rank:2");
+	assert_true(evidence_has(&out[0], "RANK=2"));
+	free(w);
+}
+
 static void test_chain_ends_at_untraced_address(void **state)
 {
 	struct world *w = world_new();
@@ -860,6 +963,9 @@ int main(void)
 		cmocka_unit_test(test_connect_unanswered),
 		cmocka_unit_test(test_untraced_peer),
 		cmocka_unit_test(test_ras_socket_ignored),
+		cmocka_unit_test(test_ring_setup_blocked),
+		cmocka_unit_test(test_init_blocked_and_slow_init),
+		cmocka_unit_test(test_rank_never_started),
 		cmocka_unit_test(test_self_connection_is_no_wait),
 		cmocka_unit_test(test_chain_ends_at_untraced_address),
 		cmocka_unit_test(test_two_waiters_on_one_address),

@@ -3,6 +3,7 @@
 # On the 2-GPU machine: real PyTorch + NCCL under a static nccltrace, healthy and with rank 1
 # stalled mid-loop, over NVLink and with sockets forced. Dumps and logs go to $OUT (or ./gpu-out).
 #   scripts/gpu-smoke.sh [NCCLTRACE]   (default build/nccltrace-static)
+#   ONLY="late-lazy late-eager" scripts/gpu-smoke.sh   runs only those scenarios
 set -u
 cd "$(dirname "$0")/.."
 NT=${1:-build/nccltrace-static}
@@ -21,7 +22,15 @@ run() { # NAME ENV... -- ARGS
 	sleep 1
 }
 SOCK=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
-EXTRA="--iters 40"; run nvlink-healthy PATH="$PATH"
-EXTRA="--iters 40"; run sockets-healthy "${SOCK[@]}"
-EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run sockets-stall "${SOCK[@]}"
-EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run nvlink-stall PATH="$PATH"
+ONLY=${ONLY:-}
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
+want nvlink-healthy && { EXTRA="--iters 40"; run nvlink-healthy PATH="$PATH"; }
+want sockets-healthy && { EXTRA="--iters 40"; run sockets-healthy "${SOCK[@]}"; }
+want sockets-stall && { EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run sockets-stall "${SOCK[@]}"; }
+want nvlink-stall && { EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run nvlink-stall PATH="$PATH"; }
+# rank 1 late to the first collective: PyTorch creates the communicator there (lazy), so the
+# others wait in NCCL init; with --eager-init the communicator exists and they wait in NCCL's
+# lazy ring setup instead
+want late-lazy && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first"; run late-lazy "${SOCK[@]}"; }
+want late-eager && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first --eager-init"; run late-eager "${SOCK[@]}"; }
+want late-eager-nvlink && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first --eager-init"; run late-eager-nvlink PATH="$PATH"; }

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """A training-like loop for nccltrace's GPU runs: torchrun starts it, each rank all-reduces a
-tensor ITERS times; --stall-rank R sleeps --stall-for S seconds before iteration ITERS/2 and
-prints the stall's wall-clock time, like the C fixtures do."""
+tensor ITERS times; --stall-rank R sleeps --stall-for S seconds (--stall-at loop: before
+iteration ITERS/2; first: before the first collective) and prints the stall's wall-clock time,
+like the C fixtures do. --eager-init creates the NCCL communicator in init_process_group
+(device_id=...); otherwise PyTorch creates it lazily at the first collective."""
 import argparse
 import os
 import sys
@@ -15,15 +17,21 @@ p.add_argument("--iters", type=int, default=50)
 p.add_argument("--numel", type=int, default=1 << 20)
 p.add_argument("--stall-rank", type=int, default=-1)
 p.add_argument("--stall-for", type=float, default=8.0)
+p.add_argument("--stall-at", choices=["loop", "first"], default="loop")
+p.add_argument("--eager-init", action="store_true")
 a = p.parse_args()
 
 rank = int(os.environ["RANK"])
 torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
 time.sleep(1.0)  # nccltrace finds libnccl in the maps once torch has loaded it
-dist.init_process_group("nccl")
+dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+if a.eager_init:
+    dist.init_process_group("nccl", device_id=dev)
+else:
+    dist.init_process_group("nccl")
 x = torch.ones(a.numel, device="cuda")
 for i in range(a.iters):
-    if rank == a.stall_rank and i == a.iters // 2:
+    if rank == a.stall_rank and i == (0 if a.stall_at == "first" else a.iters // 2):
         print(f"allreduce: STALL rank {rank} pid {os.getpid()} at_realtime_ns {time.time_ns()}",
               file=sys.stderr, flush=True)
         time.sleep(a.stall_for)

@@ -403,7 +403,9 @@ int BPF_PROG(nt_set_state, const struct sock *sk, int oldstate, int newstate)
 	stat_inc(NT_STAT_STATE_EVENTS);
 	c->state = newstate;
 	c->state_ns = now;
-	read_tuple(sk, &c->t);
+	/* a closing socket has lost its local port already: keep the tuple it had */
+	if (newstate != TCP_CLOSE)
+		read_tuple(sk, &c->t);
 	emit_conn(NT_EV_CONN_STATE, key, oldstate, newstate, c);
 	if (newstate == TCP_CLOSE)
 		bpf_map_delete_elem(&conns, &key); /* final counters travelled with the event */
@@ -423,6 +425,9 @@ int BPF_PROG(nt_retrans, const struct sock *sk)
 	__sync_fetch_and_add(&c->retrans, 1);
 	if (state == TCP_SYN_SENT)
 		__sync_fetch_and_add(&c->syn_retrans, 1);
+	/* SYN_SENT is set before connect() picks the local port: it is known by now */
+	if (c->t.sport == 0)
+		read_tuple(sk, &c->t);
 	c->state = state;
 	emit_conn(NT_EV_RETRANS, key, state, state, c);
 	return 0;

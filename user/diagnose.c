@@ -373,6 +373,9 @@ static int first_abnormal_exit(const struct snapshot *s)
 
 		if (!p->exited || (WIFEXITED(p->exit_status) && WEXITSTATUS(p->exit_status) == 0))
 			continue;
+		/* killed while waiting inside NCCL setup: the launcher tearing the job down */
+		if (p->nccl_setup != SNAP_SETUP_NONE)
+			continue;
 		for (int j = 0; j < s->nconns && !connected; j++) {
 			const struct snap_conn *c = &s->conns[j];
 			const struct snap_proc *q;

@@ -100,6 +100,16 @@ setup_fault ring-setup ring_setup_blocked
 setup_fault before-init init_blocked
 setup_fault never-join peer_dead
 
+# --- a ring connection to an address that never answers (SYNs dropped) ---
+D=$TMP/unreachable.jsonl
+"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault unreachable --fault-rank 1 \
+	--timeout 6 >/dev/null 2>&1
+check unreachable_conn_error "no conn_error with SYN retransmits: $(findings "$D")" -- \
+	jq_ok 'select(.type=="finding" and .kind=="conn_error") | .evidence | map(select(test("[1-9][0-9]* SYN retransmits"))) | length > 0' "$D"
+check unreachable_local_port "the connect's local port is missing" -- \
+	jq_ok 'select(.type=="finding" and .kind=="conn_error") | .conn | test("^127.0.0.1:[1-9][0-9]*->")' "$D"
+pkill -9 -f "$NJ" 2>/dev/null
+
 # --- a stripped library: warned about, socket tracing and diagnosis go on ---
 out=$("$NT" probes "$STRIPPED" 2>&1)
 rc=$?

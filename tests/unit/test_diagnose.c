@@ -665,6 +665,24 @@ static void test_init_blocked_and_slow_init(void **state)
 	free(w);
 }
 
+/* a rank killed while it waited in NCCL setup is a consequence, not a cause */
+static void test_killed_while_in_setup(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	ring(w, 3, NOW - SEC);
+	set_exited(proc(w, 102), SIGKILL, NOW - SEC);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	assert_int_equal(out[0].pid, 102);
+	proc(w, 102)->nccl_setup = SNAP_SETUP_INIT;
+	proc(w, 102)->nccl_setup_since_ns = STALL_START;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
 static void test_rank_never_started(void **state)
 {
 	struct world *w = world_new();
@@ -966,6 +984,7 @@ int main(void)
 		cmocka_unit_test(test_ring_setup_blocked),
 		cmocka_unit_test(test_init_blocked_and_slow_init),
 		cmocka_unit_test(test_rank_never_started),
+		cmocka_unit_test(test_killed_while_in_setup),
 		cmocka_unit_test(test_self_connection_is_no_wait),
 		cmocka_unit_test(test_chain_ends_at_untraced_address),
 		cmocka_unit_test(test_two_waiters_on_one_address),

@@ -206,8 +206,34 @@ static void conns_compact(struct model *m, uint64_t now)
 	m->nsorted = m->nconns;
 }
 
+struct env_copy {
+	struct mproc *p;
+	int cap;
+};
+
+/* ranks_env_each hands over the allow-listed entries only */
+static void env_keep(void *ctx, const char *key, size_t kl, const char *val, size_t vl)
+{
+	struct env_copy *ec = ctx;
+	struct mproc *p = ec->p;
+
+	if (p->info.nenv == ec->cap) {
+		int nc = ec->cap ? ec->cap * 2 : 16;
+		struct model_env *ne = realloc(p->env, nc * sizeof(*ne));
+
+		if (!ne)
+			return;
+		p->env = ne;
+		ec->cap = nc;
+	}
+	p->env[p->info.nenv].key = strndup(key, kl);
+	p->env[p->info.nenv].val = strndup(val, vl);
+	p->info.nenv++;
+}
+
 static void read_env(struct mproc *p)
 {
+	struct env_copy ec = {.p = p};
 	char *buf;
 	size_t len;
 
@@ -218,35 +244,8 @@ static void read_env(struct mproc *p)
 	p->p.rank = p->info.ri.rank;
 	p->p.local_rank = p->info.ri.local_rank;
 	p->p.world_size = p->info.ri.world_size;
-	{
-		size_t off = 0;
-		int n = 0, cap = 0;
-
-		while (off < len) {
-			const char *e = buf + off;
-			const char *end = memchr(e, '\0', len - off);
-			size_t elen = end ? (size_t)(end - e) : len - off;
-			const char *eq = memchr(e, '=', elen);
-
-			off += elen + 1;
-			if (!eq || eq == e || !ranks_env_allowed(e, eq - e))
-				continue;
-			if (n == cap) {
-				int nc = cap ? cap * 2 : 16;
-				struct model_env *ne = realloc(p->env, nc * sizeof(*ne));
-
-				if (!ne)
-					break;
-				p->env = ne;
-				cap = nc;
-			}
-			p->env[n].key = strndup(e, eq - e);
-			p->env[n].val = strndup(eq + 1, elen - (eq - e) - 1);
-			n++;
-		}
-		p->info.nenv = n;
-		p->info.env = p->env;
-	}
+	ranks_env_each(buf, len, env_keep, &ec);
+	p->info.env = p->env;
 	free(buf);
 	p->need_env = false;
 }
@@ -306,6 +305,25 @@ static void scan_task(void *ctx, int tid)
 	}
 }
 
+/* A data connection of pid without byte progress for a second: worth looking for blockers. */
+static bool has_quiet_conn(const struct model *m, int pid, uint64_t now)
+{
+	for (int i = 0; i < m->nconns; i++) {
+		const struct snap_conn *c = &m->conns[i];
+		uint64_t t = c->c.first_ns;
+
+		if (c->pid != pid || c->closed || (c->c.flags & NT_CONN_LISTENER))
+			continue;
+		if (c->c.last_send_ns > t)
+			t = c->c.last_send_ns;
+		if (c->c.last_recv_ns > t)
+			t = c->c.last_recv_ns;
+		if (now - t >= NT_NSEC_PER_SEC)
+			return true;
+	}
+	return false;
+}
+
 void model__refresh(struct model *m, uint64_t now,
 		    void (*new_identity)(void *, int, const struct model_proc_info *), void *ctx)
 {
@@ -354,7 +372,9 @@ void model__refresh(struct model *m, uint64_t now,
 				new_identity(ctx, p->p.pid, &p->info);
 			}
 		}
-		procfs_each_task(p->p.pid, scan_task, &ts);
+		/* every thread's syscall file, but only where a connection has gone quiet */
+		if (has_quiet_conn(m, p->p.pid, now))
+			procfs_each_task(p->p.pid, scan_task, &ts);
 	}
 	/* entries not seen blocked again are no longer blocked */
 	for (int i = 0; i < m->nconns; i++) {

@@ -28,6 +28,41 @@ static const char *const kind_names[FINDING_KIND_MAX] = {
 	[FINDING_CONFIG] = "config",
 };
 
+/* ncclFunc_t, which also indexes comm->seqNumber[] for the first five */
+static const char *const coll_names[] = {"Broadcast",	  "Reduce",   "AllGather", "ReduceScatter",
+					 "AllReduce",	  "SendRecv", "Send",	   "Recv"};
+
+const char *snap_coll_name(int f)
+{
+	return f >= 0 && f < (int)(sizeof(coll_names) / sizeof(coll_names[0])) ? coll_names[f]
+									       : "collective";
+}
+
+/* ncclDataType_t */
+static const char *dtype_name(int t)
+{
+	static const char *const n[] = {"int8",	   "uint8",   "int32",	   "uint32",
+					"int64",   "uint64",  "float16",   "float32",
+					"float64", "bfloat16", "float8e4m3", "float8e5m2"};
+
+	return t >= 0 && t < (int)(sizeof(n) / sizeof(n[0])) ? n[t] : "?";
+}
+
+/* "count 65536 float32", with the root where the collective has one */
+static void coll_args(int coll, uint64_t count, int dtype, int root, char *buf, size_t len)
+{
+	int o = snprintf(buf, len, "count %llu %s", (unsigned long long)count, dtype_name(dtype));
+
+	if ((coll == 0 || coll == 1 || coll >= 6) && o > 0 && (size_t)o < len)
+		snprintf(buf + o, len - o, " %s %d", coll >= 6 ? "peer" : "root", root);
+}
+
+static bool same_args(const struct snap_comm *a, const struct snap_comm *b)
+{
+	return a->last_coll == b->last_coll && a->last_count == b->last_count &&
+	       a->last_root == b->last_root && a->last_dtype == b->last_dtype;
+}
+
 const char *finding_kind_name(enum finding_kind k)
 {
 	return (unsigned int)k < FINDING_KIND_MAX ? kind_names[k] : "?";
@@ -512,6 +547,502 @@ static void setup_findings(const struct snapshot *s, const struct diag_config *c
 	}
 }
 
+
+/* ---- collective sequences: NCCL's own counters, the only evidence without sockets ---- */
+
+static uint64_t seq_total(const struct snap_comm *c)
+{
+	uint64_t t = 0;
+
+	for (int f = 0; f < SNAP_NSEQ; f++)
+		t += c->seq[f];
+	return t;
+}
+
+static void remove_finding(struct finding *out, int *n, int i)
+{
+	memmove(&out[i], &out[i + 1], (*n - i - 1) * sizeof(out[0]));
+	(*n)--;
+}
+
+static void add_waiter(struct finding *f, int pid)
+{
+	for (int k = 0; k < f->nwaiters; k++)
+		if (f->waiters[k] == pid)
+			return;
+	if (f->nwaiters < DIAG_MAX_WAITERS)
+		f->waiters[f->nwaiters++] = pid;
+}
+
+/* The members of the communicator of comms[i], if i is its first member; returns how many. */
+static int comm_members(const struct snapshot *s, int i, int *mem)
+{
+	int n = 0;
+
+	for (int j = 0; j < s->ncomms; j++) {
+		if (!s->comms[j].seq_ok || s->comms[j].hash != s->comms[i].hash)
+			continue;
+		if (j < i)
+			return 0;
+		mem[n++] = j;
+	}
+	return n;
+}
+
+/* The collective a member is in: the function it launched the most of beyond the slowest. */
+static int member_coll(const struct snap_comm *c, const uint64_t *lo)
+{
+	int best = -1;
+	uint64_t d = 0;
+
+	for (int f = 0; f < SNAP_NSEQ; f++)
+		if (c->seq[f] - lo[f] > d) {
+			d = c->seq[f] - lo[f];
+			best = f;
+		}
+	return best;
+}
+
+static void comm_evidence(const struct snapshot *s, struct finding *f, const struct snap_comm *c)
+{
+	char pn[48], counts[128] = "";
+	size_t off = 0;
+
+	snap_proc_name(snapshot_proc(s, c->pid), c->pid, pn, sizeof(pn));
+	for (int k = 0; k < SNAP_NSEQ && off + 24 < sizeof(counts); k++)
+		if (c->seq[k])
+			off += snprintf(counts + off, sizeof(counts) - off, "%s%s %llu",
+					off ? ", " : "", coll_names[k],
+					(unsigned long long)c->seq[k]);
+	add_evidence(f, "%s launched %s on comm %016llx (comm->seqNumber), unchanged for %.1fs",
+		     pn, off ? counts : "no collective", (unsigned long long)c->hash,
+		     (double)(s->now_ns - c->changed_ns) / NT_NSEC_PER_SEC);
+	if (c->last_coll >= 0) {
+		char a[96];
+
+		coll_args(c->last_coll, c->last_count, c->last_dtype, c->last_root, a, sizeof(a));
+		add_evidence(f, "%s last launched %s, %s (ncclEnqueueCheck)", pn,
+			     snap_coll_name(c->last_coll), a);
+	}
+}
+
+/* "rank 1" or "pid 4711": a member by its process */
+static void member_name(const struct snapshot *s, const struct snap_comm *c, char *buf, size_t len)
+{
+	const struct snap_proc *p = snapshot_proc(s, c->pid);
+
+	if (p && p->rank >= 0)
+		snprintf(buf, len, "rank %d", p->rank);
+	else
+		snprintf(buf, len, "comm rank %d (pid %d)", c->rank, c->pid);
+}
+
+/*
+ * Members whose signature (sig[k]) is the rarest: the odd ones out. Ties go to the signature
+ * with the smallest weight (the function launched least over the whole communicator).
+ */
+static int odd_signature(const int *sig, const uint64_t *weight, int nm)
+{
+	int best = -1, best_n = 0;
+
+	for (int k = 0; k < nm; k++) {
+		int cnt = 0;
+
+		for (int j = 0; j < nm; j++)
+			cnt += sig[j] == sig[k];
+		if (best < 0 || cnt < best_n || (cnt == best_n && weight[k] < weight[best])) {
+			best = k;
+			best_n = cnt;
+		}
+	}
+	return sig[best];
+}
+
+static struct finding *new_finding(struct finding *out, int *n, int max)
+{
+	struct finding *f;
+
+	if (*n >= max)
+		return NULL;
+	f = &out[(*n)++];
+	memset(f, 0, sizeof(*f));
+	f->conn = -1;
+	f->rank = f->peer_rank = -1;
+	return f;
+}
+
+/* Drop socket findings that name a process as culprit that the counters show waiting. */
+static void drop_explained(struct finding *out, int *n, int pid, struct finding *keep)
+{
+	for (int i = 0; i < *n; i++)
+		if (&out[i] != keep && out[i].pid == pid && !out[i].comm_hash) {
+			if (keep)
+				for (int k = 0; k < out[i].nwaiters; k++)
+					if (out[i].waiters[k] != keep->pid)
+						add_waiter(keep, out[i].waiters[k]);
+			remove_finding(out, n, i);
+			return;
+		}
+}
+
+#define DESC_LEN 80
+
+/* One finding per communicator: the odd members (signature odd) against the others. */
+static void mismatch_finding(const struct snapshot *s, const int *mem, int nm, const int *sig,
+			     int odd, char (*desc)[DESC_LEN], struct finding *out, int *n, int max)
+{
+	const struct snap_comm *cul = NULL;
+	struct finding *f;
+	char ws[112], odds[112] = "";
+	const char *theirs = "";
+	uint64_t since = 0;
+	size_t off = 0;
+
+	for (int k = 0; k < nm; k++) {
+		if (sig[k] == odd && !cul)
+			cul = &s->comms[mem[k]];
+		if (sig[k] != odd && !theirs[0])
+			theirs = desc[k];
+		if (!since || s->comms[mem[k]].changed_ns > since)
+			since = s->comms[mem[k]].changed_ns;
+	}
+	/* every member waits on the others: socket findings among them say nothing more */
+	for (int k = 0; k < nm; k++)
+		drop_explained(out, n, s->comms[mem[k]].pid, NULL);
+	f = new_finding(out, n, max);
+	if (!f)
+		return;
+	f->kind = FINDING_COLLECTIVE_MISMATCH;
+	f->pid = cul->pid;
+	f->rank = snapshot_proc(s, cul->pid) ? snapshot_proc(s, cul->pid)->rank : -1;
+	f->comm_hash = cul->hash;
+	f->since_ns = since;
+	for (int k = 0; k < nm; k++) {
+		const struct snap_comm *c = &s->comms[mem[k]];
+		char mn[48];
+
+		if (sig[k] == odd) {
+			if (off + 40 < sizeof(odds)) {
+				member_name(s, c, mn, sizeof(mn));
+				off += snprintf(odds + off, sizeof(odds) - off, "%s%s",
+						off ? "," : "", mn);
+			}
+			continue;
+		}
+		add_waiter(f, c->pid);
+		if (!f->peer_pid) {
+			f->peer_pid = c->pid;
+			f->peer_rank = snapshot_proc(s, c->pid) ? snapshot_proc(s, c->pid)->rank : -1;
+		}
+	}
+	waiter_list(s, f, ws, sizeof(ws));
+	for (int k = 0; k < nm; k++)
+		if (&s->comms[mem[k]] == cul)
+			snprintf(f->phase, sizeof(f->phase), "%s", desc[k]);
+	snprintf(f->summary, sizeof(f->summary),
+		 "collective mismatch on comm %016llx: %s in %s, %s in %s; none has launched "
+		 "anything for %.1fs",
+		 (unsigned long long)cul->hash, odds, f->phase, ws, theirs,
+		 (double)(s->now_ns - since) / NT_NSEC_PER_SEC);
+	for (int k = 0; k < nm; k++)
+		comm_evidence(s, f, &s->comms[mem[k]]);
+}
+
+/*
+ * Has pid launched a collective that another member of one of its communicators has not? Then
+ * it waits inside it, whatever its sockets say: the counters decide who is behind.
+ */
+static bool counters_say_waiting(const struct snapshot *s, int pid)
+{
+	for (int i = 0; i < s->ncomms; i++) {
+		const struct snap_comm *c = &s->comms[i];
+
+		if (c->pid != pid || !c->seq_ok)
+			continue;
+		for (int j = 0; j < s->ncomms; j++) {
+			const struct snap_comm *m = &s->comms[j];
+
+			if (j == i || !m->seq_ok || m->hash != c->hash)
+				continue;
+			for (int f = 0; f < SNAP_NSEQ; f++)
+				if (m->seq[f] < c->seq[f])
+					return true;
+			/* as far along, but launched with other arguments (--collectives) */
+			if (!memcmp(m->seq, c->seq, sizeof(c->seq)) && m->last_coll >= 0 &&
+			    c->last_coll >= 0 && !same_args(m, c))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Without sockets (NVLink, SHM) a hang shows only in NCCL's counters: the members of a
+ * communicator stopped launching, some have launched more than others. The ranks behind are
+ * where the others wait; ranks in different collectives (or one collective with different
+ * arguments) wait on each other for ever: a mismatch.
+ */
+static void coll_findings(const struct snapshot *s, const struct diag_config *cfg,
+			  struct finding *out, int *n, int max)
+{
+	for (int i = 0; i < s->ncomms; i++) {
+		int mem[s->ncomms], sig[s->ncomms], nm = comm_members(s, i, mem);
+		uint64_t lo[SNAP_NSEQ], hi[SNAP_NSEQ], moved = 0, least = UINT64_MAX, wsince = 0;
+		uint64_t weight[s->ncomms];
+		bool ordered = true, equal = true, known = true;
+
+		if (nm < 2)
+			continue;
+		for (int f = 0; f < SNAP_NSEQ; f++) {
+			lo[f] = UINT64_MAX;
+			hi[f] = 0;
+		}
+		for (int k = 0; k < nm; k++) {
+			const struct snap_comm *c = &s->comms[mem[k]];
+
+			moved = c->changed_ns > moved ? c->changed_ns : moved;
+			least = seq_total(c) < least ? seq_total(c) : least;
+			known &= c->last_coll >= 0;
+			for (int f = 0; f < SNAP_NSEQ; f++) {
+				lo[f] = c->seq[f] < lo[f] ? c->seq[f] : lo[f];
+				hi[f] = c->seq[f] > hi[f] ? c->seq[f] : hi[f];
+			}
+		}
+		/* still moving: slow perhaps, not stuck */
+		if (s->now_ns - moved <= cfg->stall_threshold_ns)
+			continue;
+		for (int a = 0; a < nm; a++)
+			for (int b = 0; b < nm; b++) {
+				bool ahead = false, behind = false;
+
+				for (int f = 0; f < SNAP_NSEQ; f++) {
+					ahead |= s->comms[mem[a]].seq[f] > s->comms[mem[b]].seq[f];
+					behind |= s->comms[mem[a]].seq[f] < s->comms[mem[b]].seq[f];
+				}
+				ordered &= !(ahead && behind);
+				equal &= !ahead && !behind;
+			}
+		if (!ordered) {
+			char desc[nm][DESC_LEN];
+			int odd;
+
+			for (int k = 0; k < nm; k++) {
+				sig[k] = member_coll(&s->comms[mem[k]], lo);
+				weight[k] = sig[k] >= 0 ? 0 : UINT64_MAX;
+				for (int j = 0; j < nm && sig[k] >= 0; j++)
+					weight[k] += s->comms[mem[j]].seq[sig[k]];
+			}
+			odd = odd_signature(sig, weight, nm);
+			for (int k = 0; k < nm; k++)
+				snprintf(desc[k], DESC_LEN, "%s #%llu", snap_coll_name(sig[k]),
+					 (unsigned long long)(sig[k] >= 0 ? s->comms[mem[k]].seq[sig[k]]
+									  : 0));
+			mismatch_finding(s, mem, nm, sig, odd, desc, out, n, max);
+			continue;
+		}
+		if (equal) {
+			int odd;
+			char desc[nm][DESC_LEN];
+			bool differ = false;
+
+			/* the same number of each: the arguments may still differ (--collectives) */
+			if (!known)
+				continue;
+			for (int k = 0; k < nm; k++) {
+				const struct snap_comm *c = &s->comms[mem[k]];
+
+				sig[k] = k;
+				for (int j = 0; j < k; j++) {
+					const struct snap_comm *d = &s->comms[mem[j]];
+
+					if (same_args(c, d)) {
+						sig[k] = sig[j];
+						break;
+					}
+				}
+				weight[k] = 0;
+			}
+			for (int k = 1; k < nm; k++)
+				differ |= sig[k] != sig[0];
+			if (!differ)
+				continue; /* the same collective everywhere: a transport matter */
+			odd = odd_signature(sig, weight, nm);
+			for (int k = 0; k < nm; k++) {
+				const struct snap_comm *c = &s->comms[mem[k]];
+				char a[DESC_LEN - 32];
+
+				coll_args(c->last_coll, c->last_count, c->last_dtype, c->last_root,
+					  a, sizeof(a));
+				snprintf(desc[k], DESC_LEN, "%s #%llu (%s)",
+					 snap_coll_name(c->last_coll),
+					 (unsigned long long)(c->last_coll < SNAP_NSEQ
+								      ? c->seq[c->last_coll]
+								      : 0),
+					 a);
+			}
+			mismatch_finding(s, mem, nm, sig, odd, desc, out, n, max);
+			continue;
+		}
+		/* ordered, not equal: the members with the fewest launches hold the others */
+		for (int k = 0; k < nm; k++) {
+			const struct snap_comm *c = &s->comms[mem[k]];
+
+			if (seq_total(c) != least && (!wsince || c->changed_ns < wsince))
+				wsince = c->changed_ns;
+		}
+		for (int k = 0; k < nm; k++) {
+			const struct snap_comm *c = &s->comms[mem[k]];
+			const struct snap_proc *p = snapshot_proc(s, c->pid);
+			struct finding *f = NULL;
+			char cn[48], ws[112], st[64];
+			bool fresh = false;
+
+			if (seq_total(c) != least)
+				continue;
+			/* the ranks ahead wait inside the collective: not culprits */
+			for (int j = 0; j < nm; j++)
+				if (seq_total(&s->comms[mem[j]]) != least)
+					drop_explained(out, n, s->comms[mem[j]].pid, NULL);
+			for (int j = 0; j < *n && !f; j++)
+				if (out[j].pid == c->pid)
+					f = &out[j];
+			if (!f) {
+				f = new_finding(out, n, max);
+				if (!f)
+					return;
+				fresh = true;
+				f->pid = c->pid;
+				f->rank = p ? p->rank : -1;
+				f->since_ns = wsince;
+				f->kind = !p || !p->exited ? FINDING_STALL : FINDING_PEER_DEAD;
+				if (p && (p->state == 'T' || p->state == 't'))
+					f->kind = FINDING_PEER_STOPPED;
+			}
+			f->comm_hash = c->hash;
+			for (int j = 0; j < nm; j++) {
+				const struct snap_comm *w = &s->comms[mem[j]];
+
+				if (seq_total(w) == least)
+					continue;
+				add_waiter(f, w->pid);
+				if (!f->peer_pid) {
+					f->peer_pid = w->pid;
+					f->peer_rank = snapshot_proc(s, w->pid)
+							       ? snapshot_proc(s, w->pid)->rank
+							       : -1;
+				}
+			}
+			if (fresh) {
+				int ahead = -1;
+
+				for (int j = 0; j < nm && ahead < 0; j++)
+					if (seq_total(&s->comms[mem[j]]) != least)
+						ahead = member_coll(&s->comms[mem[j]], lo);
+				if (p)
+					describe_culprit(p, f);
+				else
+					snprintf(f->phase, sizeof(f->phase), "not traced");
+				member_name(s, c, cn, sizeof(cn));
+				waiter_list(s, f, ws, sizeof(ws));
+				snprintf(st, sizeof(st), "%s #%llu", snap_coll_name(ahead),
+					 (unsigned long long)(ahead >= 0 ? hi[ahead] : 0));
+				snprintf(f->summary, sizeof(f->summary),
+					 "%s has not launched %s on comm %016llx; %s wait%s in it "
+					 "for %.1fs; %s is %s",
+					 cn, st, (unsigned long long)c->hash, ws,
+					 f->nwaiters > 1 ? "" : "s",
+					 (double)(s->now_ns - wsince) / NT_NSEC_PER_SEC, cn, f->phase);
+				if (p && p->exited)
+					add_evidence(f, "pid %d %s", p->pid, f->phase);
+				else if (p)
+					add_evidence(f,
+						     "/proc/%d/stat state %c%s%s, %.2fs CPU in the "
+						     "last second",
+						     p->pid, p->state,
+						     p->where[0] ? ", main thread in " : "", p->where,
+						     (double)p->cpu_busy_ns / NT_NSEC_PER_SEC);
+			}
+			for (int j = 0; j < nm; j++)
+				comm_evidence(s, f, &s->comms[mem[j]]);
+		}
+	}
+}
+
+/*
+ * A straggler: nothing hangs, but of the samples in which a communicator moved, one rank was
+ * alone behind the others in most. It is the rank everyone waits for at each step.
+ */
+static void straggler_findings(const struct snapshot *s, const struct diag_config *cfg,
+			       struct finding *out, int *n, int max)
+{
+	if (cfg->straggler_samples <= 0)
+		return;
+	for (int i = 0; i < s->ncomms; i++) {
+		const struct snap_comm *c = &s->comms[i];
+		int mem[s->ncomms], nm, behind = __builtin_popcountll(c->behind_bits), next = 0;
+		const struct snap_proc *p = snapshot_proc(s, c->pid);
+		struct finding *f;
+		char cn[48], ws[112];
+
+		if (!c->seq_ok || behind < cfg->straggler_samples || !p || p->exited ||
+		    named_in(out, *n, c->pid))
+			continue;
+		/* nobody else close: a job whose ranks take turns being last has no straggler */
+		nm = 0;
+		for (int j = 0; j < s->ncomms; j++)
+			if (s->comms[j].seq_ok && s->comms[j].hash == c->hash)
+				mem[nm++] = j;
+		for (int k = 0; k < nm; k++)
+			if (mem[k] != i) {
+				int b = __builtin_popcountll(s->comms[mem[k]].behind_bits);
+
+				next = b > next ? b : next;
+			}
+		if (next * 3 > behind)
+			continue;
+		f = new_finding(out, n, max);
+		if (!f)
+			return;
+		f->kind = FINDING_STRAGGLER;
+		f->pid = c->pid;
+		f->rank = p->rank;
+		f->comm_hash = c->hash;
+		f->since_ns = c->behind_since_ns ? c->behind_since_ns : s->now_ns;
+		for (int k = 0; k < nm; k++)
+			if (mem[k] != i) {
+				add_waiter(f, s->comms[mem[k]].pid);
+				if (!f->peer_pid) {
+					f->peer_pid = s->comms[mem[k]].pid;
+					f->peer_rank = snapshot_proc(s, f->peer_pid)
+							       ? snapshot_proc(s, f->peer_pid)->rank
+							       : -1;
+				}
+			}
+		describe_culprit(p, f);
+		member_name(s, c, cn, sizeof(cn));
+		waiter_list(s, f, ws, sizeof(ws));
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s is the last to launch collectives on comm %016llx: alone behind in %d "
+			 "of the last %d samples while it moved; %s wait for it at each step",
+			 cn, (unsigned long long)c->hash, behind, c->nsamples, ws);
+		add_evidence(f,
+			     "%s alone behind in %d of %d samples, %d with the ranks apart "
+			     "(comm->seqNumber sampled every tick)",
+			     cn, behind, c->nsamples, __builtin_popcountll(c->differ_bits));
+		for (int k = 0; k < nm; k++)
+			if (mem[k] != i) {
+				char mn[48];
+
+				member_name(s, &s->comms[mem[k]], mn, sizeof(mn));
+				add_evidence(f, "%s alone behind in %d samples", mn,
+					     __builtin_popcountll(s->comms[mem[k]].behind_bits));
+			}
+		add_evidence(f, "/proc/%d/stat state %c%s%s, %.2fs CPU in the last second",
+			     p->pid, p->state, p->where[0] ? ", main thread in " : "", p->where,
+			     (double)p->cpu_busy_ns / NT_NSEC_PER_SEC);
+	}
+}
+
 int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct finding *out, int max)
 {
 	int wait[s->nprocs > 0 ? s->nprocs : 1];
@@ -668,7 +1199,13 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			}
 		}
 	}
+	for (int i = 0; i < n; i++)
+		if (out[i].pid > 0 && !out[i].cycle && out[i].kind == FINDING_STALL &&
+		    counters_say_waiting(s, out[i].pid))
+			remove_finding(out, &n, i--);
+	coll_findings(s, cfg, out, &n, max);
 	setup_findings(s, cfg, out, &n, max);
+	straggler_findings(s, cfg, out, &n, max);
 
 	for (int i = 0; i < n; i++) {
 		char ep[64];

@@ -27,6 +27,11 @@ enum finding_kind {
 
 struct diag_config {
 	uint64_t stall_threshold_ns;
+	/*
+	 * straggler: of the last 64 samples in which a communicator moved, at least this many
+	 * found the same rank alone behind the others (0: never)
+	 */
+	int straggler_samples;
 	/* a connection whose owner called send/recv within this window is still being tried */
 	uint64_t active_window_ns;
 };
@@ -41,12 +46,13 @@ struct finding {
 	int conn;	   /* index in the snapshot's conns: what the longest waiter waits on, -1 */
 	uint64_t since_ns; /* when the waiting started (oldest last progress) */
 	char phase[64];
-	char summary[320];
+	char summary[512];
 	char evidence[DIAG_MAX_EVIDENCE][200];
 	int nevidence;
 	int waiters[DIAG_MAX_WAITERS]; /* pids that wait on the culprit, directly or not */
 	int nwaiters;
 	bool cycle; /* every process in the chain waits on the next: nobody is outside */
+	uint64_t comm_hash; /* the NCCL communicator it is about, 0 if none */
 };
 
 const char *finding_kind_name(enum finding_kind k);

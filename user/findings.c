@@ -134,5 +134,11 @@ json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, 
 	json_object_set_new(o, "settings", settings ? settings : json_object());
 	json_object_set_new(o, "waiters", w);
 	json_object_set_new(o, "conn", conn ? json_string(conn) : json_null());
+	if (f->comm_hash) {
+		char h[24];
+
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)f->comm_hash);
+		json_object_set_new(o, "comm_hash", json_string(h));
+	}
 	return o;
 }

@@ -16,7 +16,9 @@
 #define MAX_COMMS    16
 #define MAX_SETTINGS 256
 #define MAX_SOCKS    256
-#define NSEQ	     5 /* NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce */
+#define NSEQ	     SNAP_NSEQ
+/* a communicator that moved this recently is progressing: its samples count for stragglers */
+#define PROGRESS_WINDOW_NS NT_NSEC_PER_SEC
 
 struct nthread {
 	int tid;
@@ -28,11 +30,10 @@ struct nthread {
 
 struct ncomm {
 	uint64_t addr;
-	uint64_t hash;
-	int rank, nranks, lib;
-	uint64_t seq[NSEQ];
-	bool seq_ok;
+	int lib;
 	bool gone; /* destroyed: its memory is NCCL's no more, never read again */
+	uint64_t enq[NSEQ]; /* collectives seen launched (--collectives) */
+	struct snap_comm sc;
 };
 
 struct nsock {
@@ -59,6 +60,8 @@ struct nproc {
 struct nccl_state {
 	struct nproc *p;
 	int n, cap;
+	struct snap_comm *snap; /* what nccl_state__comms() hands out */
+	int snapcap;
 	int (*seq_off)(void *, int);
 	void *ctx;
 };
@@ -89,6 +92,7 @@ void nccl_state__free(struct nccl_state *s)
 		for (int k = 0; k < s->p[i].nset; k++)
 			free(s->p[i].set_name[k]);
 	free(s->p);
+	free(s->snap);
 	free(s);
 }
 
@@ -198,6 +202,38 @@ static json_t *base_record(const struct nt_ev_nccl *e, const char *type)
 	return o;
 }
 
+/* ncclEnqueueCheck (--collectives): one collective launched; no phase (it has no return probe) */
+static json_t *collective_record(struct nproc *p, const struct nt_ev_nccl *e)
+{
+	json_t *o = base_record(e, "nccl");
+	char h[24];
+
+	json_object_set_new(o, "event", json_string("enter"));
+	json_object_set_new(o, "phase", json_string("enqueue"));
+	json_object_set_new(o, "coll", json_string(snap_coll_name(e->d.info.coll)));
+	json_object_set_new(o, "count", json_integer((json_int_t)e->d.info.count));
+	json_object_set_new(o, "datatype", json_integer(e->d.info.datatype));
+	json_object_set_new(o, "root", json_integer(e->d.info.root));
+	for (int i = 0; i < p->ncomm; i++) {
+		struct snap_comm *c = &p->comm[i].sc;
+
+		if (p->comm[i].addr != e->d.info.comm || p->comm[i].gone)
+			continue;
+		c->last_coll = e->d.info.coll;
+		c->last_count = e->d.info.count;
+		c->last_dtype = e->d.info.datatype;
+		c->last_root = e->d.info.root;
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)c->hash);
+		json_object_set_new(o, "comm_hash", json_string(h));
+		/* its place in the communicator's sequence of this function, as seqNumber */
+		if (e->d.info.coll >= 0 && e->d.info.coll < NSEQ)
+			json_object_set_new(
+				o, "seq",
+				json_integer((json_int_t)++p->comm[i].enq[e->d.info.coll]));
+	}
+	return o;
+}
+
 json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 {
 	struct nproc *p = proc_get(s, e->pid);
@@ -255,9 +291,9 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 			if (c->addr != e->d.fin.comm || c->gone)
 				continue;
 			c->gone = true;
-			if (nccl_probe(e->probe) && s->seq_off && s->seq_off(s->ctx, c->lib) >= 0) {
-				memcpy(c->seq, e->d.fin.seq, sizeof(c->seq));
-				c->seq_ok = true;
+			if (s->seq_off && s->seq_off(s->ctx, c->lib) >= 0) {
+				memcpy(c->sc.seq, e->d.fin.seq, sizeof(c->sc.seq));
+				c->sc.seq_ok = true;
 			}
 		}
 		o = base_record(e, "nccl");
@@ -275,6 +311,8 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		json_object_set_new(o, "retries", json_integer(p->retries));
 		return o;
 	}
+	if (e->probe == NT_P_ENQUEUE)
+		return collective_record(p, e);
 	/* a phase: keep the thread's stack as BPF does */
 	if (t && !e->ret) {
 		if (t->depth < NT_PHASE_DEPTH) {
@@ -314,10 +352,12 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 
 				memset(c, 0, sizeof(*c));
 				c->addr = e->d.comm.comm;
-				c->hash = e->d.comm.hash;
-				c->rank = e->d.comm.rank;
-				c->nranks = e->d.comm.nranks;
 				c->lib = e->lib;
+				c->sc.pid = p->pid;
+				c->sc.hash = e->d.comm.hash;
+				c->sc.rank = e->d.comm.rank;
+				c->sc.nranks = e->d.comm.nranks;
+				c->sc.last_coll = -1;
 			}
 		}
 	}
@@ -359,7 +399,72 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 	return o;
 }
 
-void nccl_state__sample(struct nccl_state *s)
+static bool usable(const struct ncomm *c)
+{
+	return !c->gone && c->sc.seq_ok;
+}
+
+/* Is comm k of process i the first usable one of its communicator, in walk order? */
+static bool first_member(const struct nccl_state *s, int i, int k)
+{
+	uint64_t h = s->p[i].comm[k].sc.hash;
+
+	for (int j = 0; j <= i; j++)
+		for (int l = 0; l < (j == i ? k : s->p[j].ncomm); l++)
+			if (usable(&s->p[j].comm[l]) && s->p[j].comm[l].sc.hash == h)
+				return false;
+	return true;
+}
+
+/* Straggler evidence: in each communicator that moves, who alone has launched the fewest. */
+static void compare_ranks(struct nccl_state *s, uint64_t now)
+{
+	for (int i = 0; i < s->n; i++)
+		for (int k = 0; k < s->p[i].ncomm; k++) {
+			struct snap_comm *c = &s->p[i].comm[k].sc, *m;
+			uint64_t lo = UINT64_MAX, hi = 0, moved = 0, tot;
+			int nlo = 0, nm = 0;
+
+			/* once per communicator: at its first member in this walk */
+			if (s->p[i].comm[k].gone || !c->seq_ok || !first_member(s, i, k))
+				continue;
+			for (int j = 0; j < s->n; j++)
+				for (int l = 0; l < s->p[j].ncomm; l++) {
+					m = &s->p[j].comm[l].sc;
+					if (m->hash != c->hash || !usable(&s->p[j].comm[l]))
+						continue;
+					tot = 0;
+					for (int f = 0; f < NSEQ; f++)
+						tot += m->seq[f];
+					nlo = tot < lo ? 1 : nlo + (tot == lo);
+					lo = tot < lo ? tot : lo;
+					hi = tot > hi ? tot : hi;
+					moved = m->changed_ns > moved ? m->changed_ns : moved;
+					nm++;
+				}
+			if (nm < 2 || now - moved > PROGRESS_WINDOW_NS)
+				continue;
+			for (int j = 0; j < s->n; j++)
+				for (int l = 0; l < s->p[j].ncomm; l++) {
+					m = &s->p[j].comm[l].sc;
+					if (m->hash != c->hash || !usable(&s->p[j].comm[l]))
+						continue;
+					tot = 0;
+					for (int f = 0; f < NSEQ; f++)
+						tot += m->seq[f];
+					m->differ_bits = m->differ_bits << 1 | (lo != hi);
+					m->behind_bits = m->behind_bits << 1 |
+							 (lo != hi && tot == lo && nlo == 1);
+					m->nsamples += m->nsamples < 64;
+					if (!m->behind_bits)
+						m->behind_since_ns = 0;
+					else if (!m->behind_since_ns)
+						m->behind_since_ns = now;
+				}
+		}
+}
+
+void nccl_state__sample(struct nccl_state *s, uint64_t now)
 {
 	for (int i = 0; i < s->n; i++) {
 		struct nproc *p = &s->p[i];
@@ -367,24 +472,53 @@ void nccl_state__sample(struct nccl_state *s)
 		for (int k = 0; k < p->ncomm; k++) {
 			struct ncomm *c = &p->comm[k];
 			int off = s->seq_off ? s->seq_off(s->ctx, c->lib) : -1;
-
-			if (c->gone)
-				continue;
-			struct iovec local = {.iov_base = c->seq, .iov_len = sizeof(c->seq)};
+			uint64_t seq[NSEQ];
+			struct iovec local = {.iov_base = seq, .iov_len = sizeof(seq)};
 			struct iovec remote = {.iov_base = (void *)(uintptr_t)(c->addr + off),
-					       .iov_len = sizeof(c->seq)};
+					       .iov_len = sizeof(seq)};
 
-			/* NCCL's own counters, as RAS reads them: no probe per collective */
-			c->seq_ok = off >= 0 && process_vm_readv(p->pid, &local, 1, &remote, 1,
-								 0) == (ssize_t)sizeof(c->seq);
+			if (c->gone || off < 0)
+				continue;
+			/*
+			 * NCCL's own counters, as RAS reads them: no probe per collective. A
+			 * process that is gone keeps its last counts: where it stopped matters.
+			 */
+			if (process_vm_readv(p->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(seq))
+				continue;
+			if (!c->sc.seq_ok || memcmp(seq, c->sc.seq, sizeof(seq)))
+				c->sc.changed_ns = now;
+			memcpy(c->sc.seq, seq, sizeof(seq));
+			c->sc.seq_ok = true;
 		}
 	}
+	compare_ranks(s, now);
+}
+
+int nccl_state__comms(struct nccl_state *s, struct snap_comm **out)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		for (int k = 0; k < s->p[i].ncomm; k++) {
+			if (s->p[i].comm[k].gone)
+				continue;
+			if (n == s->snapcap) {
+				int cap = s->snapcap ? 2 * s->snapcap : 16;
+				struct snap_comm *v = realloc(s->snap, cap * sizeof(*v));
+
+				if (!v)
+					break;
+				s->snap = v;
+				s->snapcap = cap;
+			}
+			s->snap[n++] = s->p[i].comm[k].sc;
+		}
+	*out = s->snap;
+	return n;
 }
 
 json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 {
-	static const char *const fn[NSEQ] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-					     "AllReduce"};
 	const struct nproc *p = proc_find(s, pid);
 	json_t *o, *th, *cm;
 
@@ -414,7 +548,7 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 		json_array_append_new(th, to);
 	}
 	for (int i = 0; i < p->ncomm; i++) {
-		const struct ncomm *c = &p->comm[i];
+		const struct snap_comm *c = &p->comm[i].sc;
 		json_t *co = json_object(), *seq = json_object();
 		char h[24];
 
@@ -425,7 +559,8 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 		if (c->seq_ok) {
 			for (int k = 0; k < NSEQ; k++)
 				if (c->seq[k])
-					json_object_set_new(seq, fn[k], json_integer(c->seq[k]));
+					json_object_set_new(seq, snap_coll_name(k),
+							    json_integer(c->seq[k]));
 		}
 		json_object_set_new(co, "collectives", seq);
 		json_array_append_new(cm, co);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include "nccltrace.h"
+#include "snapshot.h"
 
 struct nccl_state;
 
@@ -20,8 +21,14 @@ void nccl_state__free(struct nccl_state *s);
 /* Feed one probe event; returns a dump record for it (or NULL if not worth one). */
 json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e);
 
-/* Read comm->seqNumber[] of every known communicator from the ranks' memory. */
-void nccl_state__sample(struct nccl_state *s);
+/*
+ * Read comm->seqNumber[] of every known communicator from the ranks' memory, and compare the
+ * ranks of each communicator (who is behind).
+ */
+void nccl_state__sample(struct nccl_state *s, uint64_t now);
+
+/* The communicators still alive, for the snapshot: valid until the next call. */
+int nccl_state__comms(struct nccl_state *s, struct snap_comm **out);
 
 /* The per-process part of a snapshot record: threads, comms, settings count... NULL if none */
 json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now);

@@ -36,6 +36,8 @@
 #define TICK_NS		  (200 * 1000000ULL)
 #define SNAPSHOT_EVERY_NS NT_NSEC_PER_SEC
 #define MAX_FINDINGS	  64
+/* of the last 64 ticks (12.8 s) in which a communicator moved: a quarter behind is a straggler */
+#define STRAGGLER_SAMPLES 16
 
 struct session {
 	struct run_opts opts;
@@ -378,7 +380,8 @@ static void tick(struct session *s, bool force_snapshot)
 
 		c->ras = label && strncmp(label, "ras", 3) == 0;
 	}
-	nccl_state__sample(s->nstate);
+	nccl_state__sample(s->nstate, now);
+	s->snap.ncomms = nccl_state__comms(s->nstate, &s->snap.comms);
 	n = diagnose(&s->snap, &s->diag, found, MAX_FINDINGS);
 	findings_update(&s->findings, found, n, now, on_finding, s);
 	if (force_snapshot || now - s->last_snapshot_ns >= SNAPSHOT_EVERY_NS) {
@@ -662,6 +665,7 @@ int run_main(int argc, char **argv)
 		return EXIT_OSERR;
 	s.diag.stall_threshold_ns = (uint64_t)(s.opts.stall_threshold_s * 1e9);
 	s.diag.active_window_ns = NT_NSEC_PER_SEC;
+	s.diag.straggler_samples = STRAGGLER_SAMPLES;
 	findings_init(&s.findings, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
 
 	topts.mode = s.opts.mode;

@@ -68,13 +68,41 @@ struct snap_conn {
 	bool ras;
 };
 
+#define SNAP_NSEQ 5 /* NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce */
+
+/*
+ * One rank's view of a communicator: NCCL's own collective counters (comm->seqNumber[], one per
+ * function, counted at launch) sampled from its memory, and what the sampling saw over time.
+ */
+struct snap_comm {
+	int pid;
+	uint64_t hash; /* commHash: the same on every rank of the communicator */
+	int rank, nranks;
+	uint64_t seq[SNAP_NSEQ];
+	bool seq_ok;	     /* read at least once */
+	uint64_t changed_ns; /* when a count last moved (or was first read) */
+	/* the last collective it launched (--collectives only): coll -1 if unknown */
+	int last_coll, last_dtype, last_root;
+	uint64_t last_count;
+	/* the last 64 samples in which the communicator progressed: bit set where ... */
+	uint64_t differ_bits; /* ... its ranks had launched different numbers of collectives */
+	uint64_t behind_bits; /* ... this rank alone had launched the fewest */
+	int nsamples;	      /* such samples so far (saturates at 64) */
+	uint64_t behind_since_ns; /* the first of the behind samples still in the window, 0 if none */
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	struct snap_proc *procs;
 	int nprocs;
 	struct snap_conn *conns;
 	int nconns;
+	struct snap_comm *comms;
+	int ncomms;
 };
+
+/* "AllReduce" for seqNumber index / ncclFunc_t value f; "coll N" past the known ones */
+const char *snap_coll_name(int f);
 
 /* Lookups by pid; NULL when absent. */
 const struct snap_proc *snapshot_proc(const struct snapshot *s, int pid);

@@ -100,6 +100,53 @@ setup_fault ring-setup ring_setup_blocked
 setup_fault before-init init_blocked
 setup_fault never-join peer_dead
 
+# --- collectives that do not match, and a straggler: NCCL's own counters name the rank ---
+coll_fault() { # NAME FAULT KIND RANK TIMEOUT [nccltrace options...]
+	local name=$1 fault=$2 kind=$3 rank=$4 timeout=$5 D=$TMP/$1.jsonl OUT=$TMP/$1.out f t0 t1
+	shift 5
+	"$NT" run -t $THRESH "$@" --dump "$D" -- "$NJ" --ranks 3 --iters 24 --fault "$fault" \
+		--fault-rank "$rank" --fault-for 0.3 --timeout "$timeout" >"$OUT" 2>&1
+	f=$(findings "$D")
+	check "${name}_kind" "findings: $f" -- test "$(jq -r '.[0].kind' <<<"$f")" = "$kind"
+	check "${name}_rank" "named rank $(jq -r '.[0].rank' <<<"$f")" -- \
+		test "$(jq -r '.[0].rank' <<<"$f")" = "$rank"
+	check "${name}_one" "$(jq length <<<"$f") findings" -- test "$(jq length <<<"$f")" = 1
+	check "${name}_comm" "no communicator named" -- \
+		test "$(jq -r '.[0].comm_hash' <<<"$f")" = \
+		"$(jq -r 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter") | .comm_hash' "$D" | head -1)"
+	t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$OUT" | head -1)
+	t1=$(opened_ns "$D" "$kind")
+	if [ "$kind" != straggler ] && [ -n "$t0" ] && [ -n "$t1" ]; then
+		echo "# $name: detected $(((t1 - t0) / 1000000)) ms after the fault (threshold ${THRESH}s)"
+		check "${name}_latency" "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
+			test $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
+	fi
+	pkill -9 -f "$NJ" 2>/dev/null
+}
+coll_fault mismatch mismatch collective_mismatch 1 6
+coll_fault count_mismatch count-mismatch collective_mismatch 2 6 --collectives
+coll_fault straggler slow straggler 1 30
+check mismatch_phase "the odd rank's collective is not named" -- \
+	jq_ok 'select(.type=="finding" and .kind=="collective_mismatch") | .summary | test("rank 1 in Broadcast #1, ranks 0,2 in AllReduce #[0-9]+")' "$TMP/mismatch.jsonl"
+check count_mismatch_args "the counts are not named" -- \
+	jq_ok 'select(.type=="finding") | .summary | test("rank 2 in AllReduce #[0-9]+ \\(count 32768 float32\\)")' "$TMP/count_mismatch.jsonl"
+
+# --- healthy jobs, busy, idle, slow, with and without --collectives: never a finding ---
+healthy=0
+for spec in "2 0 1024 0" "3 0.05 65536 0" "4 0 262144 0" "2 0.2 4096 2.5" "3 0 1024 2.5" \
+	"4 0.05 16384 0" "2 0.4 65536 0" "3 0.01 262144 0" "4 0.1 1024 2.5" "2 0 65536 0"; do
+	set -- $spec
+	healthy=$((healthy + 1))
+	D=$TMP/healthy$healthy.jsonl
+	opt=()
+	[ $((healthy % 3)) = 0 ] && opt=(--collectives)
+	"$NT" run -t 2 "${opt[@]}" --dump "$D" -- "$NJ" --ranks "$1" --step-delay "$2" \
+		--count "$3" --linger "$4" --iters 15 --import-delay 0.1 >/dev/null 2>&1
+	rc=$?
+	check "healthy_run_$healthy" "ranks $1 step $2 count $3 linger $4 ${opt[*]}: exit $rc, findings $(findings "$D")" -- \
+		test $rc = 0 -a "$(findings "$D" | jq length)" = 0
+done
+
 # --- a ring connection to an address that never answers (SYNs dropped) ---
 D=$TMP/unreachable.jsonl
 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault unreachable --fault-rank 1 \

@@ -965,6 +965,230 @@ static void test_empty_snapshot(void **state)
 	assert_int_equal(diagnose_waiting_conn(&s, &cfg, 1), -1);
 }
 
+/* ---- collective counters (comm->seqNumber[]): NVLink jobs, mismatches, stragglers ---- */
+
+#define MAX_COMMS 64
+#define HASH	  0x9f3c1a2b3c4d5e6fULL
+#define AR	  4 /* AllReduce */
+#define BCAST	  0 /* Broadcast */
+
+static struct snap_comm comm_store[MAX_COMMS];
+
+/* Rank r's view of the communicator HASH: pids 100+r, counts as given, last moved at `moved`. */
+static struct snap_comm *add_comm(struct world *w, int r, int nranks, uint64_t allreduce,
+				  uint64_t moved)
+{
+	struct snap_comm *c;
+
+	if (!w->s.comms) {
+		memset(comm_store, 0, sizeof(comm_store));
+		w->s.comms = comm_store;
+	}
+	assert_true(w->s.ncomms < MAX_COMMS);
+	c = &comm_store[w->s.ncomms++];
+	memset(c, 0, sizeof(*c));
+	c->pid = 100 + r;
+	c->hash = HASH;
+	c->rank = r;
+	c->nranks = nranks;
+	c->seq[AR] = allreduce;
+	c->seq_ok = true;
+	c->changed_ns = moved;
+	c->last_coll = -1;
+	return c;
+}
+
+/* n ranks on NVLink: no sockets at all, only processes and their counters */
+static struct world *nvlink_job(int n, uint64_t allreduce, uint64_t moved)
+{
+	struct world *w = world_new();
+
+	for (int r = 0; r < n; r++) {
+		add_proc(w, 100 + r, r, 'R', "");
+		add_comm(w, r, n, allreduce, moved);
+	}
+	return w;
+}
+
+static void test_coll_behind_is_culprit(void **state)
+{
+	struct world *w = nvlink_job(4, 1000, STALL_START);
+	struct finding out[MAX_OUT];
+	const struct finding *f = &out[0];
+
+	(void)state;
+	/* rank 2 never launched AllReduce #1001: it sleeps in the data loader */
+	comm_store[2].seq[AR] = 999;
+	comm_store[2].changed_ns = STALL_START - SEC;
+	w->procs[2].state = 'S';
+	snprintf(w->procs[2].where, sizeof(w->procs[2].where), "futex");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(f->kind, FINDING_STALL);
+	assert_int_equal(f->rank, 2);
+	assert_int_equal(f->pid, 102);
+	assert_int_equal(f->comm_hash, HASH);
+	assert_int_equal(f->nwaiters, 3);
+	assert_true(has_waiter(f, 100) && has_waiter(f, 101) && has_waiter(f, 103));
+	assert_int_equal(f->since_ns, STALL_START);
+	assert_contains(f->summary, "rank 2 has not launched AllReduce #1000");
+	assert_contains(f->summary, "ranks 0,1,3 wait");
+	assert_true(evidence_has(f, "rank 2 (pid 102) launched AllReduce 999"));
+	assert_true(evidence_has(f, "rank 0 (pid 100) launched AllReduce 1000"));
+	free(w);
+}
+
+static void test_coll_behind_dead_or_stopped(void **state)
+{
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct world *w = nvlink_job(2, 50, STALL_START);
+
+		comm_store[1].seq[AR] = 49;
+		if (k == 0)
+			set_exited(&w->procs[1], SIGSEGV, STALL_START);
+		else
+			w->procs[1].state = 'T';
+		assert_int_equal(run(w, out), 1);
+		assert_int_equal(out[0].kind, k == 0 ? FINDING_PEER_DEAD : FINDING_PEER_STOPPED);
+		assert_int_equal(out[0].rank, 1);
+		assert_int_equal(out[0].peer_rank, 0);
+		free(w);
+	}
+}
+
+static void test_coll_progressing_no_finding(void **state)
+{
+	struct world *w = nvlink_job(4, 1000, NOW - 100 * MSEC);
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	/* ranks apart, as at any instant of a healthy job: they moved 100 ms ago */
+	comm_store[1].seq[AR] = 999;
+	comm_store[3].seq[AR] = 1001;
+	assert_int_equal(run(w, out), 0);
+	/* all equal and idle for long (evaluation, checkpointing): nobody waits on anybody */
+	w = (free(w), nvlink_job(4, 1000, STALL_START));
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+static void test_coll_mismatch_functions(void **state)
+{
+	struct world *w = nvlink_job(3, 4, STALL_START);
+	struct finding out[MAX_OUT];
+	const struct finding *f = &out[0];
+
+	(void)state;
+	/* rank 1 broadcasts where ranks 0 and 2 all-reduce */
+	comm_store[1].seq[AR] = 3;
+	comm_store[1].seq[BCAST] = 1;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(f->kind, FINDING_COLLECTIVE_MISMATCH);
+	assert_int_equal(f->rank, 1);
+	assert_true(has_waiter(f, 100) && has_waiter(f, 102));
+	assert_contains(f->phase, "Broadcast #1");
+	assert_contains(f->summary, "rank 1 in Broadcast #1, ranks 0,2 in AllReduce #4");
+	/* two ranks: the odd one is in the function launched least over the communicator */
+	w = (free(w), nvlink_job(2, 4, STALL_START));
+	comm_store[0].seq[AR] = 3;
+	comm_store[0].seq[BCAST] = 1;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(f->kind, FINDING_COLLECTIVE_MISMATCH);
+	assert_int_equal(f->rank, 0);
+	free(w);
+}
+
+static void test_coll_mismatch_arguments(void **state)
+{
+	struct world *w = nvlink_job(3, 7, STALL_START);
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int r = 0; r < 3; r++) {
+		comm_store[r].last_coll = AR;
+		comm_store[r].last_count = r == 2 ? 32768 : 65536;
+		comm_store[r].last_dtype = 7;
+	}
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_COLLECTIVE_MISMATCH);
+	assert_int_equal(out[0].rank, 2);
+	assert_contains(out[0].summary, "rank 2 in AllReduce #7 (count 32768 float32)");
+	assert_contains(out[0].summary, "ranks 0,1 in AllReduce #7 (count 65536 float32)");
+	/* the same arguments everywhere: not a mismatch (a transport matter, if anything) */
+	comm_store[2].last_count = 65536;
+	assert_int_equal(run(w, out), 0);
+	/* arguments unknown (no --collectives) on one rank: no guess */
+	comm_store[2].last_count = 1;
+	comm_store[1].last_coll = -1;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+/* The counters outrank the sockets: a rank inside the collective is never the culprit. */
+static void test_coll_overrides_socket_culprit(void **state)
+{
+	struct world *w = stalled_ring(3, 2, 'S');
+	struct finding out[MAX_OUT];
+	int n;
+
+	(void)state;
+	/*
+	 * rank 2 sleeps in futex (cudaStreamSynchronize) inside the collective; rank 1 never
+	 * launched it: on the sockets rank 2 looks like the culprit, the counters say rank 1
+	 */
+	for (int r = 0; r < 3; r++)
+		add_comm(w, r, 3, r == 1 ? 9 : 10, STALL_START);
+	n = run(w, out);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].kind, FINDING_STALL);
+	free(w);
+	/* both agree: one finding, with the socket evidence and the counters */
+	w = stalled_ring(3, 1, 'S');
+	for (int r = 0; r < 3; r++)
+		add_comm(w, r, 3, r == 1 ? 9 : 10, STALL_START);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].rank, 1);
+	assert_true(evidence_has(&out[0], "EAGAIN"));
+	assert_true(evidence_has(&out[0], "launched AllReduce 9"));
+	free(w);
+}
+
+static void test_straggler(void **state)
+{
+	struct world *w = nvlink_job(4, 500, NOW - 50 * MSEC);
+	struct finding out[MAX_OUT];
+	const struct diag_config scfg = {.stall_threshold_ns = 5 * SEC,
+					 .active_window_ns = SEC,
+					 .straggler_samples = 16};
+
+	(void)state;
+	for (int r = 0; r < 4; r++) {
+		comm_store[r].nsamples = 64;
+		comm_store[r].differ_bits = 0xffffffffULL;
+		comm_store[r].behind_bits = r == 3 ? 0xf0f0f0f0ULL : (r == 1 ? 0x3ULL : 0);
+	}
+	comm_store[3].behind_since_ns = NOW - 8 * SEC;
+	memset(out, 0, sizeof(out));
+	assert_int_equal(diagnose(&w->s, &scfg, out, MAX_OUT), 1);
+	assert_int_equal(out[0].kind, FINDING_STRAGGLER);
+	assert_int_equal(out[0].rank, 3);
+	assert_int_equal(out[0].nwaiters, 3);
+	assert_int_equal(out[0].since_ns, NOW - 8 * SEC);
+	assert_contains(out[0].summary, "alone behind in 16 of the last 64 samples");
+	/* below the bar, or off */
+	comm_store[3].behind_bits = 0xf0ULL;
+	assert_int_equal(diagnose(&w->s, &scfg, out, MAX_OUT), 0);
+	comm_store[3].behind_bits = 0xf0f0f0f0ULL;
+	assert_int_equal(run(w, out), 0); /* cfg: straggler_samples 0 */
+	/* ranks taking turns being last: no straggler */
+	comm_store[1].behind_bits = 0x0f0f0f00ULL;
+	assert_int_equal(diagnose(&w->s, &scfg, out, MAX_OUT), 0);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -995,6 +1219,13 @@ int main(void)
 		cmocka_unit_test(test_keys_stable),
 		cmocka_unit_test(test_max_respected),
 		cmocka_unit_test(test_empty_snapshot),
+		cmocka_unit_test(test_coll_behind_is_culprit),
+		cmocka_unit_test(test_coll_behind_dead_or_stopped),
+		cmocka_unit_test(test_coll_progressing_no_finding),
+		cmocka_unit_test(test_coll_mismatch_functions),
+		cmocka_unit_test(test_coll_mismatch_arguments),
+		cmocka_unit_test(test_coll_overrides_socket_culprit),
+		cmocka_unit_test(test_straggler),
 	};
 
 	return cmocka_run_group_tests_name("diagnose", tests, NULL, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "diagnose.h"
+#include "explain.h"
 #include "fmt.h"
 
 #define TCP_SYN_SENT 2
@@ -1180,12 +1181,15 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			snprintf(f->summary, sizeof(f->summary),
 				 "%s %s while connected to live processes", cn, st);
 			add_evidence(f, "pid %d %s", p->pid, st);
-			for (int j = 0; j < s->nconns; j++) {
+			for (int j = 0, shown = 0; j < s->nconns; j++) {
 				const struct snap_conn *c = &s->conns[j];
 				char tup[112], pn[48];
 
-				if (c->pid != p->pid || c->peer_pid <= 0)
+				if (c->pid != p->pid || c->peer_pid <= 0 || c->peer_pid == p->pid)
 					continue;
+				/* a few: room stays for NCCL's own words */
+				if (shown++ == 4)
+					break;
 				if (!f->peer_pid) {
 					const struct snap_proc *q = snapshot_proc(s, c->peer_pid);
 
@@ -1220,6 +1224,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			snprintf(out[i].key, sizeof(out[i].key), "%s:addr:%s",
 				 finding_kind_name(out[i].kind),
 				 fmt_endpoint(&s->conns[out[i].conn].c.t, 0, ep, sizeof(ep)));
+		explain_finding(s, &out[i]);
 	}
 	return n;
 }

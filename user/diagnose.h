@@ -10,6 +10,16 @@
 
 #define DIAG_MAX_EVIDENCE 8
 #define DIAG_MAX_WAITERS  16
+#define DIAG_MAX_SETTINGS 14
+#define DIAG_MAX_HYP	  4
+
+/* A setting that governs a finding, as the ranks have it. */
+struct finding_setting {
+	char name[48];
+	char value[72];	 /* "" with source "unset": NCCL decides at run time */
+	char source[16]; /* "read" (NCCL read it), "environ", "default", "unset", "not read" */
+	char ranks[128]; /* where the ranks differ: "rank 0 eth0, rank 1 eth1"; else "" */
+};
 
 enum finding_kind {
 	FINDING_STALL = 0,
@@ -53,6 +63,11 @@ struct finding {
 	int nwaiters;
 	bool cycle; /* every process in the chain waits on the next: nobody is outside */
 	uint64_t comm_hash; /* the NCCL communicator it is about, 0 if none */
+	struct finding_setting settings[DIAG_MAX_SETTINGS];
+	int nsettings;
+	/* likely causes, most likely first, each with the evidence it rests on */
+	char hypotheses[DIAG_MAX_HYP][320];
+	int nhyp;
 };
 
 const char *finding_kind_name(enum finding_kind k);

@@ -104,8 +104,27 @@ static json_t *int_or_null(int v)
 	return v >= 0 ? json_integer(v) : json_null();
 }
 
+/* name -> {value, source[, ranks]}: value null where unset and NCCL decides at run time */
+static json_t *settings_json(const struct finding *f)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < f->nsettings; i++) {
+		const struct finding_setting *fs = &f->settings[i];
+		json_t *v = json_object();
+
+		json_object_set_new(v, "value", strcmp(fs->source, "unset") ? json_string(fs->value)
+									     : json_null());
+		json_object_set_new(v, "source", json_string(fs->source));
+		if (fs->ranks[0])
+			json_object_set_new(v, "ranks", json_string(fs->ranks));
+		json_object_set_new(o, fs->name, v);
+	}
+	return o;
+}
+
 json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, uint64_t now,
-			const char *conn, json_t *settings)
+			const char *conn)
 {
 	const struct finding *f = &t->f;
 	uint64_t end = ev == FINDING_CLOSE ? t->last_seen_ns : now;
@@ -131,7 +150,14 @@ json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, 
 	json_object_set_new(o, "opened_ns", json_integer((json_int_t)t->opened_ns));
 	json_object_set_new(o, "summary", json_string(f->summary));
 	json_object_set_new(o, "evidence", evd);
-	json_object_set_new(o, "settings", settings ? settings : json_object());
+	json_object_set_new(o, "settings", settings_json(f));
+	{
+		json_t *h = json_array();
+
+		for (int i = 0; i < f->nhyp; i++)
+			json_array_append_new(h, json_string(f->hypotheses[i]));
+		json_object_set_new(o, "hypotheses", h);
+	}
 	json_object_set_new(o, "waiters", w);
 	json_object_set_new(o, "conn", conn ? json_string(conn) : json_null());
 	if (f->comm_hash) {

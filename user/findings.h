@@ -47,10 +47,10 @@ const char *finding_event_name(enum finding_event ev);
 
 /*
  * The dump/report form of a finding (the contract of `report --json`): kind, rank, peer_rank,
- * phase, since_s, summary, evidence, settings, plus id, event, pid, peer_pid, conn.
- * settings is stolen; conn may be NULL.
+ * phase, since_s, summary, evidence, settings, plus id, event, pid, peer_pid, conn,
+ * hypotheses and comm_hash. conn may be NULL.
  */
 json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, uint64_t now,
-			const char *conn, json_t *settings);
+			const char *conn);
 
 #endif /* NT_FINDINGS_H */

@@ -47,7 +47,7 @@ struct nproc {
 	int nth;
 	struct ncomm comm[MAX_COMMS];
 	int ncomm;
-	char *set_name[MAX_SETTINGS];
+	struct snap_setting set[MAX_SETTINGS]; /* name and value strdup'ed */
 	int nset;
 	struct nsock sock[MAX_SOCKS];
 	int nsock;
@@ -89,8 +89,10 @@ void nccl_state__free(struct nccl_state *s)
 	if (!s)
 		return;
 	for (int i = 0; i < s->n; i++)
-		for (int k = 0; k < s->p[i].nset; k++)
-			free(s->p[i].set_name[k]);
+		for (int k = 0; k < s->p[i].nset; k++) {
+			free((char *)s->p[i].set[k].name);
+			free((char *)s->p[i].set[k].value);
+		}
 	free(s->p);
 	free(s->snap);
 	free(s);
@@ -202,6 +204,54 @@ static json_t *base_record(const struct nt_ev_nccl *e, const char *type)
 	return o;
 }
 
+/*
+ * Record a setting; NCCL's own read wins over the environment. Returns false if it adds
+ * nothing (NCCL read it already).
+ */
+static bool set_setting(struct nproc *p, const char *name, const char *value, bool read)
+{
+	struct snap_setting *st = NULL;
+
+	for (int i = 0; i < p->nset && !st; i++)
+		if (!strcmp(p->set[i].name, name))
+			st = &p->set[i];
+	if (st && (st->read || !read))
+		return false;
+	if (!st) {
+		if (p->nset == MAX_SETTINGS)
+			return false;
+		st = &p->set[p->nset];
+		st->name = strdup(name);
+		if (!st->name)
+			return false;
+		st->value = NULL;
+		p->nset++;
+	}
+	free((char *)st->value);
+	st->value = value ? strdup(value) : NULL;
+	st->read = read;
+	return true;
+}
+
+void nccl_state__env(struct nccl_state *s, int pid, const char *name, const char *value)
+{
+	struct nproc *p = proc_get(s, pid);
+
+	if (p && value)
+		set_setting(p, name, value, false);
+}
+
+int nccl_state__settings(const struct nccl_state *s, int pid, const struct snap_setting **set,
+			 uint64_t *retries, const char **warning)
+{
+	const struct nproc *p = proc_find(s, pid);
+
+	*set = p ? p->set : NULL;
+	*retries = p ? p->retries : 0;
+	*warning = p && p->last_warning[0] ? p->last_warning : NULL;
+	return p ? p->nset : 0;
+}
+
 /* ncclEnqueueCheck (--collectives): one collective launched; no phase (it has no return probe) */
 static json_t *collective_record(struct nproc *p, const struct nt_ev_nccl *e)
 {
@@ -255,12 +305,10 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		char name[65], val[193];
 
 		snprintf(name, sizeof(name), "%s", e->d.env.name);
-		for (int i = 0; i < p->nset; i++)
-			if (!strcmp(p->set_name[i], name))
-				return NULL; /* NCCL reads a parameter once; later reads add nothing */
-		if (p->nset < MAX_SETTINGS)
-			p->set_name[p->nset++] = strdup(name);
 		snprintf(val, sizeof(val), "%s", e->d.env.value);
+		/* NCCL reads a parameter once; later reads add nothing */
+		if (!set_setting(p, name, e->retval ? val : NULL, true))
+			return NULL;
 		o = base_record(e, "nccl_setting");
 		json_object_set_new(o, "name", json_string(name));
 		json_object_set_new(o, "value", e->retval ? json_string(val) : json_null());

@@ -21,6 +21,16 @@ void nccl_state__free(struct nccl_state *s);
 /* Feed one probe event; returns a dump record for it (or NULL if not worth one). */
 json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e);
 
+/* A setting from pid's environment (NCCL's own read of it, when it comes, wins). */
+void nccl_state__env(struct nccl_state *s, int pid, const char *name, const char *value);
+
+/*
+ * pid's NCCL settings (read by NCCL, else from its environment), its connect retries and last
+ * WARN text (NULL if none); returns how many settings. Valid until the next event.
+ */
+int nccl_state__settings(const struct nccl_state *s, int pid, const struct snap_setting **set,
+			 uint64_t *retries, const char **warning);
+
 /*
  * Read comm->seqNumber[] of every known communicator from the ranks' memory, and compare the
  * ranks of each communicator (who is behind).

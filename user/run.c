@@ -112,17 +112,6 @@ static bool have_privileges(void)
 	       (data[1].effective & (1u << (CAP_PERFMON - 32)));
 }
 
-static json_t *settings_of(struct session *s, int pid)
-{
-	const struct model_proc_info *pi = pid > 0 ? model__proc_info(s->model, pid) : NULL;
-	json_t *o = json_object();
-
-	for (int i = 0; pi && i < pi->nenv; i++)
-		if (strncmp(pi->env[i].key, "NCCL_", 5) == 0)
-			json_object_set_new(o, pi->env[i].key, json_string(pi->env[i].val));
-	return o;
-}
-
 static void kind_label(enum finding_kind k, char *buf, size_t len)
 {
 	const char *n = finding_kind_name(k);
@@ -143,7 +132,7 @@ static void on_finding(void *ctx, enum finding_event ev, const struct tracked_fi
 
 	if (f->conn >= 0 && f->conn < s->snap.nconns)
 		fmt_tuple(&s->snap.conns[f->conn].c.t, conn, sizeof(conn));
-	rec = finding_to_json(t, ev, now, conn[0] ? conn : NULL, settings_of(s, f->pid));
+	rec = finding_to_json(t, ev, now, conn[0] ? conn : NULL);
 	json_object_set_new(rec, "realtime_ns", json_integer((json_int_t)now_real()));
 	dump_put(s, rec);
 	kind_label(f->kind, label, sizeof(label));
@@ -153,6 +142,8 @@ static void on_finding(void *ctx, enum finding_event ev, const struct tracked_fi
 			(double)(now - f->since_ns) / NT_NSEC_PER_SEC, f->summary);
 		for (int i = 0; i < f->nevidence; i++)
 			fprintf(stderr, "    %s\n", f->evidence[i]);
+		for (int i = 0; i < f->nhyp; i++)
+			fprintf(stderr, "    %s %s\n", i ? "or:" : "likely:", f->hypotheses[i]);
 	} else if (ev == FINDING_CLOSE) {
 		fprintf(stderr, "nccltrace: %s over after %.1fs: %s\n", label,
 			(double)(t->last_seen_ns - f->since_ns) / NT_NSEC_PER_SEC, f->summary);
@@ -164,8 +155,11 @@ static void on_identity(void *ctx, int pid, const struct model_proc_info *pi)
 	struct session *s = ctx;
 	json_t *rec = json_object(), *env = json_object();
 
-	for (int i = 0; i < pi->nenv; i++)
+	for (int i = 0; i < pi->nenv; i++) {
 		json_object_set_new(env, pi->env[i].key, json_string(pi->env[i].val));
+		if (!strncmp(pi->env[i].key, "NCCL_", 5))
+			nccl_state__env(s->nstate, pid, pi->env[i].key, pi->env[i].val);
+	}
 	json_object_set_new(rec, "type", json_string("rank"));
 	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)now_mono()));
 	json_object_set_new(rec, "pid", json_integer(pid));
@@ -373,6 +367,8 @@ static void tick(struct session *s, bool force_snapshot)
 		ph = nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns);
 		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", ph ? ph : "");
 		p->nccl_setup = nccl_state__setup(s->nstate, p->pid, &p->nccl_setup_since_ns);
+		p->nset = nccl_state__settings(s->nstate, p->pid, &p->set, &p->nccl_retries,
+					       &p->nccl_warning);
 	}
 	for (int i = 0; i < s->snap.nconns; i++) {
 		struct snap_conn *c = &s->snap.conns[i];

@@ -30,6 +30,13 @@ enum snap_setup {
 	SNAP_SETUP_TRANSPORT, /* ring/tree connect, P2P setup, proxy connect (lazy, 1st collective) */
 };
 
+/* An NCCL setting of a process: as NCCL read it (uprobe), or from its environment. */
+struct snap_setting {
+	const char *name;  /* "NCCL_SOCKET_RETRY_CNT" */
+	const char *value; /* NULL: unset, NCCL's default applies */
+	bool read;	   /* NCCL read it (nccl.conf included); else /proc/PID/environ only */
+};
+
 struct snap_proc {
 	int pid;
 	int ppid;
@@ -49,6 +56,10 @@ struct snap_proc {
 	uint64_t nccl_since_ns;
 	int nccl_setup; /* enum snap_setup: inside communicator init or transport setup */
 	uint64_t nccl_setup_since_ns; /* since when (the outermost such call) */
+	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
+	int nset;
+	uint64_t nccl_retries;	   /* connect retries NCCL made (socketConnectCheck) */
+	const char *nccl_warning; /* NCCL's last WARN text, NULL if none */
 };
 
 struct snap_conn {

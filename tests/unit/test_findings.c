@@ -291,7 +291,7 @@ static void test_event_names(void **state)
 static void test_to_json_contract(void **state)
 {
 	struct tracked_finding t;
-	json_t *o, *settings = json_pack("{s:f}", "stall_threshold_s", 5.0), *v;
+	json_t *o, *v;
 
 	(void)state;
 	memset(&t, 0, sizeof(t));
@@ -308,9 +308,18 @@ static void test_to_json_contract(void **state)
 	t.f.waiters[0] = 102;
 	t.f.waiters[1] = 103;
 	t.f.nwaiters = 2;
+	t.f.nsettings = 2;
+	snprintf(t.f.settings[0].name, sizeof(t.f.settings[0].name), "NCCL_SOCKET_IFNAME");
+	snprintf(t.f.settings[0].source, sizeof(t.f.settings[0].source), "read");
+	snprintf(t.f.settings[0].value, sizeof(t.f.settings[0].value), "eth0");
+	snprintf(t.f.settings[0].ranks, sizeof(t.f.settings[0].ranks), "rank 0 eth0, rank 1 eth1");
+	snprintf(t.f.settings[1].name, sizeof(t.f.settings[1].name), "NCCL_NET");
+	snprintf(t.f.settings[1].source, sizeof(t.f.settings[1].source), "unset");
+	t.f.nhyp = 1;
+	snprintf(t.f.hypotheses[0], sizeof(t.f.hypotheses[0]), "NCCL_SOCKET_IFNAME differs");
+	t.f.comm_hash = 0x9f3c;
 
-	o = finding_to_json(&t, FINDING_OPEN, 12500 * (SEC / 1000), "127.0.0.1:1->127.0.0.1:2",
-			    settings);
+	o = finding_to_json(&t, FINDING_OPEN, 12500 * (SEC / 1000), "127.0.0.1:1->127.0.0.1:2");
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "kind")), "stall");
 	assert_true(json_is_integer(json_object_get(o, "rank")));
@@ -332,8 +341,20 @@ static void test_to_json_contract(void **state)
 	assert_string_equal(json_string_value(json_array_get(v, 1)), "rank 2 waits");
 	v = json_object_get(o, "settings");
 	assert_true(json_is_object(v));
-	assert_ptr_equal(v, settings);
-	assert_true(json_number_value(json_object_get(v, "stall_threshold_s")) == 5.0);
+	assert_int_equal(json_object_size(v), 2);
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(v, "NCCL_SOCKET_IFNAME"), "value")),
+			    "eth0");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_object_get(v, "NCCL_SOCKET_IFNAME"), "ranks")),
+			    "rank 0 eth0, rank 1 eth1");
+	/* unset: NCCL decides at run time, value null; no ranks when they agree */
+	assert_true(json_is_null(json_object_get(json_object_get(v, "NCCL_NET"), "value")));
+	assert_null(json_object_get(json_object_get(v, "NCCL_NET"), "ranks"));
+	v = json_object_get(o, "hypotheses");
+	assert_int_equal(json_array_size(v), 1);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "NCCL_SOCKET_IFNAME differs");
+	assert_string_equal(json_string_value(json_object_get(o, "comm_hash")), "0000000000009f3c");
 	assert_int_equal(json_integer_value(json_object_get(o, "id")), 7);
 	assert_string_equal(json_string_value(json_object_get(o, "event")), "open");
 	assert_string_equal(json_string_value(json_object_get(o, "type")), "finding");
@@ -362,7 +383,7 @@ static void test_to_json_nulls_and_close(void **state)
 	t.f.peer_rank = -1;
 
 	/* closed: since_s runs to the last time it was seen, not to now */
-	o = finding_to_json(&t, FINDING_CLOSE, 100 * SEC, NULL, NULL);
+	o = finding_to_json(&t, FINDING_CLOSE, 100 * SEC, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "kind")), "conn_error");
 	assert_string_equal(json_string_value(json_object_get(o, "event")), "close");
 	assert_true(json_is_null(json_object_get(o, "rank")));
@@ -379,19 +400,21 @@ static void test_to_json_nulls_and_close(void **state)
 	v = json_object_get(o, "settings");
 	assert_true(json_is_object(v));
 	assert_int_equal(json_object_size(v), 0);
+	assert_int_equal(json_array_size(json_object_get(o, "hypotheses")), 0);
+	assert_null(json_object_get(o, "comm_hash"));
 	assert_true(json_is_string(json_object_get(o, "phase")));
 	assert_true(json_is_string(json_object_get(o, "summary")));
 	json_decref(o);
 
 	/* a since in the future is 0, not a huge number */
 	t.f.since_ns = 30 * SEC;
-	o = finding_to_json(&t, FINDING_UPDATE, 25 * SEC, NULL, NULL);
+	o = finding_to_json(&t, FINDING_UPDATE, 25 * SEC, NULL);
 	assert_true(json_number_value(json_object_get(o, "since_s")) == 0);
 	/* rank 0 is a rank, not null */
 	json_decref(o);
 	t.f.rank = 0;
 	t.f.peer_rank = 0;
-	o = finding_to_json(&t, FINDING_UPDATE, 25 * SEC, NULL, NULL);
+	o = finding_to_json(&t, FINDING_UPDATE, 25 * SEC, NULL);
 	assert_true(json_is_integer(json_object_get(o, "rank")));
 	assert_int_equal(json_integer_value(json_object_get(o, "rank")), 0);
 	assert_true(json_is_integer(json_object_get(o, "peer_rank")));

@@ -16,6 +16,7 @@ const char cli_main_help[] =
 	"  run [OPTIONS] -- CMD [ARGS...]   run CMD as the invoking user and trace it\n"
 	"  report [--json] DUMP             summarise a trace dump\n"
 	"  probes LIB                       what nccltrace can probe in an NCCL library\n"
+	"  doctor [DUMP... | -- CMD...]     lint the NCCL/PyTorch environment\n"
 	"  version                          print the version\n"
 	"\n"
 	"Examples:\n"
@@ -23,6 +24,7 @@ const char cli_main_help[] =
 	"  sudo nccltrace run --stall-threshold 3 -- ./build/ringjob --ranks 4 --stall-rank 1\n"
 	"  nccltrace report --json nccltrace-myhost-20261129-120000.jsonl\n"
 	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n"
+	"  nccltrace doctor -- env NCCL_SOCKET_IFNAME=eth0 torchrun --nproc_per_node=8 train.py\n"
 	"\n"
 	"'nccltrace COMMAND --help' describes a command.\n";
 
@@ -84,6 +86,35 @@ const char cli_probes_help[] =
 	"\n"
 	"Example:\n"
 	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n";
+
+const char cli_doctor_help[] =
+	"Usage: nccltrace doctor [--json] [--nccl-lib LIB] [DUMP... | -- CMD [ARGS...]]\n"
+	"\n"
+	"Lint the environment an NCCL job runs with: of this shell (no argument), of a command\n"
+	"without running it (its 'env' prefix and torchrun's --master-addr/--master-port "
+	"applied),\n"
+	"or of every rank of trace dumps. 'nccltrace run' does the same before it starts the job.\n"
+	"\n"
+	"Checks: NCCL_* names NCCL does not read (from the strings of the NCCL library found, or\n"
+	"a built-in 2.28.9 table), with the closest real name; names from tuning guides that do\n"
+	"not exist (NCCL_SOCKET_TIMEOUT...) or belong to PyTorch; values NCCL cannot use; an\n"
+	"NCCL_SOCKET_IFNAME no local interface matches; RANK, LOCAL_RANK, WORLD_SIZE,\n"
+	"MASTER_ADDR, MASTER_PORT (in range, one world and one master across ranks, every rank\n"
+	"present, no loopback master across hosts, the port free before launch); NCCL settings\n"
+	"that differ across ranks; variables sudo's env_reset dropped.\n"
+	"\n"
+	"One line per problem: severity, variable, what is wrong, what to do.\n"
+	"Exits 0 when clean, 1 when problems were found, 64-78 on usage or input errors.\n"
+	"\n"
+	"Options:\n"
+	"  --json            print {\"problems\":[...]} instead\n"
+	"  --nccl-lib PATH   take the real names from this library\n"
+	"  -h, --help        this help\n"
+	"\n"
+	"Examples:\n"
+	"  nccltrace doctor\n"
+	"  nccltrace doctor -- env NCCL_SOCKET_IFNAME=eth0 torchrun --nproc_per_node=8 train.py\n"
+	"  nccltrace doctor --json nccltrace-myhost-20261129-120000.jsonl\n";
 
 int cli_parse_seconds(const char *s, double max, double *out)
 {
@@ -222,32 +253,55 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t e
 	return 0;
 }
 
-int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, size_t errlen)
+/*
+ * The options report and doctor share: --json and -h, and --nccl-lib where nccl_lib is given.
+ * Returns 0 (optind at the first operand), 1 for --help, -1 with err.
+ */
+static int parse_shared(int argc, char **argv, const char *shortopts, bool *json,
+			const char **nccl_lib, bool *help, char *err, size_t errlen)
 {
-	enum { OPT_JSON = 256 };
+	enum { OPT_JSON = 256, OPT_NCCL_LIB };
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
+		{"nccl-lib", required_argument, NULL, OPT_NCCL_LIB},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	int c;
 
-	memset(o, 0, sizeof(*o));
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_JSON:
-			o->json = true;
+			*json = true;
+			break;
+		case OPT_NCCL_LIB:
+			if (!nccl_lib) {
+				snprintf(err, errlen, "unknown option '--nccl-lib'");
+				return -1;
+			}
+			*nccl_lib = optarg;
 			break;
 		case 'h':
-			o->help = true;
-			return 0;
+			*help = true;
+			return 1;
 		default:
 			bad_option(c, argc, argv, err, errlen);
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, size_t errlen)
+{
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	r = parse_shared(argc, argv, ":h", &o->json, NULL, &o->help, err, errlen);
+	if (r)
+		return r < 0 ? -1 : 0;
 	if (optind >= argc) {
 		snprintf(err, errlen, "no dump given (usage: nccltrace report [--json] DUMP)");
 		return -1;
@@ -258,5 +312,37 @@ int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, si
 		return -1;
 	}
 	o->path = argv[optind];
+	return 0;
+}
+
+int cli_parse_doctor(int argc, char **argv, struct doctor_opts *o, char *err, size_t errlen)
+{
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	/* '+': stop at the first operand, so a command's own options stay its own */
+	r = parse_shared(argc, argv, "+:h", &o->json, &o->nccl_lib, &o->help, err, errlen);
+	if (r)
+		return r < 0 ? -1 : 0;
+	if (optind > 1 && !strcmp(argv[optind - 1], "--")) {
+		if (optind >= argc) {
+			snprintf(err, errlen,
+				 "no command after -- (usage: nccltrace doctor -- CMD "
+				 "[ARGS...])");
+			return -1;
+		}
+		o->cmd = &argv[optind];
+		o->ncmd = argc - optind;
+		return 0;
+	}
+	for (int i = optind; i < argc; i++)
+		if (argv[i][0] == '-') {
+			snprintf(err, errlen, "unknown option '%s'", argv[i]);
+			return -1;
+		}
+	if (optind < argc) {
+		o->dumps = &argv[optind];
+		o->ndumps = argc - optind;
+	}
 	return 0;
 }

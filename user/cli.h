@@ -41,9 +41,20 @@ struct report_opts {
 	bool help;
 };
 
+struct doctor_opts {
+	bool json;
+	const char *nccl_lib; /* the library whose names are real (default: searched) */
+	char **cmd;	      /* -- CMD...: lint the environment CMD would get; NULL if none */
+	int ncmd;
+	char **dumps; /* DUMP...: lint every rank of these dumps */
+	int ndumps;
+	bool help;
+};
+
 /* Both return 0, or -1 with a one-line reason in err. argv[0] is the subcommand. */
 int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t errlen);
 int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, size_t errlen);
+int cli_parse_doctor(int argc, char **argv, struct doctor_opts *o, char *err, size_t errlen);
 
 /* A positive, finite number of seconds no larger than max; 0 or -1. */
 int cli_parse_seconds(const char *s, double max, double *out);
@@ -54,5 +65,6 @@ extern const char cli_run_help[];
 extern const char cli_main_help[];
 extern const char cli_report_help[];
 extern const char cli_probes_help[];
+extern const char cli_doctor_help[];
 
 #endif /* NT_CLI_H */

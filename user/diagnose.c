@@ -30,8 +30,8 @@ static const char *const kind_names[FINDING_KIND_MAX] = {
 };
 
 /* ncclFunc_t, which also indexes comm->seqNumber[] for the first five */
-static const char *const coll_names[] = {"Broadcast",	  "Reduce",   "AllGather", "ReduceScatter",
-					 "AllReduce",	  "SendRecv", "Send",	   "Recv"};
+static const char *const coll_names[] = {"Broadcast", "Reduce",	  "AllGather", "ReduceScatter",
+					 "AllReduce", "SendRecv", "Send",      "Recv"};
 
 const char *snap_coll_name(int f)
 {
@@ -42,8 +42,8 @@ const char *snap_coll_name(int f)
 /* ncclDataType_t */
 static const char *dtype_name(int t)
 {
-	static const char *const n[] = {"int8",	   "uint8",   "int32",	   "uint32",
-					"int64",   "uint64",  "float16",   "float32",
+	static const char *const n[] = {"int8",	   "uint8",    "int32",	     "uint32",
+					"int64",   "uint64",   "float16",    "float32",
 					"float64", "bfloat16", "float8e4m3", "float8e5m2"};
 
 	return t >= 0 && t < (int)(sizeof(n) / sizeof(n[0])) ? n[t] : "?";
@@ -548,7 +548,6 @@ static void setup_findings(const struct snapshot *s, const struct diag_config *c
 	}
 }
 
-
 /* ---- collective sequences: NCCL's own counters, the only evidence without sockets ---- */
 
 static uint64_t seq_total(const struct snap_comm *c)
@@ -615,8 +614,8 @@ static void comm_evidence(const struct snapshot *s, struct finding *f, const str
 			off += snprintf(counts + off, sizeof(counts) - off, "%s%s %llu",
 					off ? ", " : "", coll_names[k],
 					(unsigned long long)c->seq[k]);
-	add_evidence(f, "%s launched %s on comm %016llx (comm->seqNumber), unchanged for %.1fs",
-		     pn, off ? counts : "no collective", (unsigned long long)c->hash,
+	add_evidence(f, "%s launched %s on comm %016llx (comm->seqNumber), unchanged for %.1fs", pn,
+		     off ? counts : "no collective", (unsigned long long)c->hash,
 		     (double)(s->now_ns - c->changed_ns) / NT_NSEC_PER_SEC);
 	if (c->last_coll >= 0) {
 		char a[96];
@@ -733,7 +732,8 @@ static void mismatch_finding(const struct snapshot *s, const int *mem, int nm, c
 		add_waiter(f, c->pid);
 		if (!f->peer_pid) {
 			f->peer_pid = c->pid;
-			f->peer_rank = snapshot_proc(s, c->pid) ? snapshot_proc(s, c->pid)->rank : -1;
+			f->peer_rank =
+				snapshot_proc(s, c->pid) ? snapshot_proc(s, c->pid)->rank : -1;
 		}
 	}
 	waiter_list(s, f, ws, sizeof(ws));
@@ -836,8 +836,9 @@ static void coll_findings(const struct snapshot *s, const struct diag_config *cf
 			odd = odd_signature(sig, weight, nm);
 			for (int k = 0; k < nm; k++)
 				snprintf(desc[k], DESC_LEN, "%s #%llu", snap_coll_name(sig[k]),
-					 (unsigned long long)(sig[k] >= 0 ? s->comms[mem[k]].seq[sig[k]]
-									  : 0));
+					 (unsigned long long)(sig[k] >= 0
+								      ? s->comms[mem[k]].seq[sig[k]]
+								      : 0));
 			mismatch_finding(s, mem, nm, sig, odd, desc, out, n, max);
 			continue;
 		}
@@ -952,7 +953,8 @@ static void coll_findings(const struct snapshot *s, const struct diag_config *cf
 					 "for %.1fs; %s is %s",
 					 cn, st, (unsigned long long)c->hash, ws,
 					 f->nwaiters > 1 ? "" : "s",
-					 (double)(s->now_ns - wsince) / NT_NSEC_PER_SEC, cn, f->phase);
+					 (double)(s->now_ns - wsince) / NT_NSEC_PER_SEC, cn,
+					 f->phase);
 				if (p && p->exited)
 					add_evidence(f, "pid %d %s", p->pid, f->phase);
 				else if (p)
@@ -960,7 +962,8 @@ static void coll_findings(const struct snapshot *s, const struct diag_config *cf
 						     "/proc/%d/stat state %c%s%s, %.2fs CPU in the "
 						     "last second",
 						     p->pid, p->state,
-						     p->where[0] ? ", main thread in " : "", p->where,
+						     p->where[0] ? ", main thread in " : "",
+						     p->where,
 						     (double)p->cpu_busy_ns / NT_NSEC_PER_SEC);
 			}
 			for (int j = 0; j < nm; j++)
@@ -1038,8 +1041,8 @@ static void straggler_findings(const struct snapshot *s, const struct diag_confi
 				add_evidence(f, "%s alone behind in %d samples", mn,
 					     __builtin_popcountll(s->comms[mem[k]].behind_bits));
 			}
-		add_evidence(f, "/proc/%d/stat state %c%s%s, %.2fs CPU in the last second",
-			     p->pid, p->state, p->where[0] ? ", main thread in " : "", p->where,
+		add_evidence(f, "/proc/%d/stat state %c%s%s, %.2fs CPU in the last second", p->pid,
+			     p->state, p->where[0] ? ", main thread in " : "", p->where,
 			     (double)p->cpu_busy_ns / NT_NSEC_PER_SEC);
 	}
 }

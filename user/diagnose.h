@@ -61,7 +61,7 @@ struct finding {
 	int nevidence;
 	int waiters[DIAG_MAX_WAITERS]; /* pids that wait on the culprit, directly or not */
 	int nwaiters;
-	bool cycle; /* every process in the chain waits on the next: nobody is outside */
+	bool cycle;	    /* every process in the chain waits on the next: nobody is outside */
 	uint64_t comm_hash; /* the NCCL communicator it is about, 0 if none */
 	struct finding_setting settings[DIAG_MAX_SETTINGS];
 	int nsettings;

@@ -246,7 +246,8 @@ int elflib_find_object(const struct elf_lib *l, const char *name, struct elf_sym
 	return -ENOENT;
 }
 
-int elflib_find_string(const struct elf_lib *l, const char *prefix, char *buf, size_t len)
+int elflib_each_string(const struct elf_lib *l, const char *prefix,
+		       int (*cb)(void *ctx, const char *s, size_t len), void *ctx)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx, pl = strlen(prefix);
@@ -270,12 +271,36 @@ int elflib_find_string(const struct elf_lib *l, const char *prefix, char *buf, s
 			/* a whole string: starts after a NUL (or at the start) */
 			if (p == d->d_buf || p[-1] == '\0') {
 				size_t n = strnlen(p, end - p);
+				int r = cb(ctx, p, n);
 
-				snprintf(buf, len, "%.*s", (int)n, p);
-				return 0;
+				if (r)
+					return r;
+				p += n;
+				continue;
 			}
 			p += pl;
 		}
 	}
-	return -ENOENT;
+	return 0;
+}
+
+struct first_string {
+	char *buf;
+	size_t len;
+};
+
+static int take_first(void *ctx, const char *s, size_t n)
+{
+	struct first_string *f = ctx;
+
+	snprintf(f->buf, f->len, "%.*s", (int)n, s);
+	return 1;
+}
+
+int elflib_find_string(const struct elf_lib *l, const char *prefix, char *buf, size_t len)
+{
+	struct first_string f = {.buf = buf, .len = len};
+	int r = elflib_each_string(l, prefix, take_first, &f);
+
+	return r == 1 ? 0 : r < 0 ? r : -ENOENT;
 }

@@ -38,7 +38,13 @@ int elflib_find(const struct elf_lib *l, const char *name, struct elf_sym *out, 
 /* The data object named name (e.g. ncclLastError); 0 or -ENOENT */
 int elflib_find_object(const struct elf_lib *l, const char *name, struct elf_sym *out);
 
-/* A string in the read-only data starting with prefix ("NCCL version "), copied to buf. */
+/*
+ * Every whole string of .rodata that starts with prefix, to cb (which returns nonzero to
+ * stop; that value is returned). 0 when all were seen, -errno on a bad file.
+ */
+int elflib_each_string(const struct elf_lib *l, const char *prefix,
+		       int (*cb)(void *ctx, const char *s, size_t len), void *ctx);
+/* The first string of .rodata starting with prefix ("NCCL version "), copied to buf; 0 or -errno */
 int elflib_find_string(const struct elf_lib *l, const char *prefix, char *buf, size_t len);
 
 /* A clone suffix (".cold", ".isra.5", ".part.2", ".constprop.0") ends this name. */

@@ -113,8 +113,9 @@ static json_t *settings_json(const struct finding *f)
 		const struct finding_setting *fs = &f->settings[i];
 		json_t *v = json_object();
 
-		json_object_set_new(v, "value", strcmp(fs->source, "unset") ? json_string(fs->value)
-									     : json_null());
+		json_object_set_new(v, "value",
+				    strcmp(fs->source, "unset") ? json_string(fs->value)
+								: json_null());
 		json_object_set_new(v, "source", json_string(fs->source));
 		if (fs->ranks[0])
 			json_object_set_new(v, "ranks", json_string(fs->ranks));

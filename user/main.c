@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "doctor.h"
 #include "nccllib.h"
 #include "report.h"
 #include "run.h"
@@ -18,6 +19,8 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "doctor"))
+		return doctor_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probes"))
 		return nccllib_probes_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

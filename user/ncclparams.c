@@ -233,33 +233,36 @@ static const struct nccl_fake fakes[] = {
 	 "NCCL has no socket or connect timeout: a refused or unreachable connect is retried "
 	 "NCCL_SOCKET_RETRY_CNT times, retry n sleeping n x NCCL_SOCKET_RETRY_SLEEP_MSEC (about "
 	 "59.5 s by default); accept, send and receive never time out",
-	 "NCCL_SOCKET_RETRY_CNT", false},
+	 "remove it; connect retries are bounded by NCCL_SOCKET_RETRY_CNT and "
+	 "NCCL_SOCKET_RETRY_SLEEP_MSEC",
+	 false},
 	{"NCCL_TIMEOUT",
 	 "NCCL has no init or collective timeout; PyTorch's is init_process_group(timeout=...) "
 	 "(10 min by default for NCCL)",
-	 NULL, false},
+	 "remove it; pass timeout= to init_process_group", false},
 	{"NCCL_IB_DISABLE_THRESHOLD", "NCCL does not read it (not in its source nor its binary)",
-	 "NCCL_IB_DISABLE", false},
+	 "remove it; NCCL_IB_DISABLE=1 turns InfiniBand off", false},
 	{"NCCL_IF_LIST", "NCCL does not read it; interfaces are chosen with NCCL_SOCKET_IFNAME",
-	 "NCCL_SOCKET_IFNAME", false},
+	 "use NCCL_SOCKET_IFNAME", false},
 	{"NCCL_IB_IFNAME",
 	 "NCCL does not read it: the bootstrap interface is NCCL_SOCKET_IFNAME, the HCAs "
 	 "NCCL_IB_HCA",
-	 "NCCL_IB_HCA", false},
-	{"NCCL_ASYNC_ERROR_POLLING_PERIOD_MS", "neither NCCL nor PyTorch reads it", NULL, false},
+	 "use NCCL_SOCKET_IFNAME for the interface, NCCL_IB_HCA for the HCAs", false},
+	{"NCCL_ASYNC_ERROR_POLLING_PERIOD_MS", "neither NCCL nor PyTorch reads it",
+	 "remove it: it changes nothing", false},
 	{"NCCL_ASYNC_ERROR_HANDLING",
 	 "NCCL does not read it; PyTorch does, as a deprecated alias of "
 	 "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-	 "TORCH_NCCL_ASYNC_ERROR_HANDLING", true},
+	 "use TORCH_NCCL_ASYNC_ERROR_HANDLING", true},
 	{"NCCL_BLOCKING_WAIT",
 	 "NCCL does not read it; PyTorch does, as a deprecated alias of TORCH_NCCL_BLOCKING_WAIT",
-	 "TORCH_NCCL_BLOCKING_WAIT", true},
+	 "use TORCH_NCCL_BLOCKING_WAIT", true},
 	{"NCCL_DESYNC_DEBUG",
 	 "NCCL does not read it; PyTorch does, as a deprecated alias of TORCH_NCCL_DESYNC_DEBUG",
-	 "TORCH_NCCL_DESYNC_DEBUG", true},
+	 "use TORCH_NCCL_DESYNC_DEBUG", true},
 	{"NCCL_ENABLE_TIMING",
 	 "NCCL does not read it; PyTorch does, as a deprecated alias of TORCH_NCCL_ENABLE_TIMING",
-	 "TORCH_NCCL_ENABLE_TIMING", true},
+	 "use TORCH_NCCL_ENABLE_TIMING", true},
 };
 
 #define NFAKES ((int)(sizeof(fakes) / sizeof(fakes[0])))

@@ -30,8 +30,8 @@ struct nccl_param {
 struct nccl_fake {
 	const char *name;
 	const char *why; /* one line: what is true instead */
-	const char *instead; /* the real name to use, NULL if none */
-	bool pytorch;	     /* read by PyTorch, not NCCL */
+	const char *fix; /* what to do */
+	bool pytorch;	 /* read by PyTorch, not NCCL */
 };
 
 /* The built-in table (NCCL 2.28.9); NULL if name is not a real NCCL setting. */

@@ -31,7 +31,7 @@ struct nthread {
 struct ncomm {
 	uint64_t addr;
 	int lib;
-	bool gone; /* destroyed: its memory is NCCL's no more, never read again */
+	bool gone;	    /* destroyed: its memory is NCCL's no more, never read again */
 	uint64_t enq[NSEQ]; /* collectives seen launched (--collectives) */
 	struct snap_comm sc;
 };
@@ -531,7 +531,8 @@ void nccl_state__sample(struct nccl_state *s, uint64_t now)
 			 * NCCL's own counters, as RAS reads them: no probe per collective. A
 			 * process that is gone keeps its last counts: where it stopped matters.
 			 */
-			if (process_vm_readv(p->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(seq))
+			if (process_vm_readv(p->pid, &local, 1, &remote, 1, 0) !=
+			    (ssize_t)sizeof(seq))
 				continue;
 			if (!c->sc.seq_ok || memcmp(seq, c->sc.seq, sizeof(seq)))
 				c->sc.changed_ns = now;

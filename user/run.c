@@ -5,6 +5,7 @@
  * into a snapshot, runs diagnose() on it and tells what it found on stderr and in the dump.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "diagnose.h"
+#include "doctor.h"
 #include "dump.h"
 #include "findings.h"
 #include "fmt.h"
@@ -147,6 +149,63 @@ static void on_finding(void *ctx, enum finding_event ev, const struct tracked_fi
 	} else if (ev == FINDING_CLOSE) {
 		fprintf(stderr, "nccltrace: %s over after %.1fs: %s\n", label,
 			(double)(t->last_seen_ns - f->since_ns) / NT_NSEC_PER_SEC, f->summary);
+	}
+}
+
+/*
+ * The launch environment's problems (nccltrace doctor's checks), as config findings: in the
+ * dump and on stderr before the job starts. They stay open for the whole run.
+ */
+static void config_findings(struct session *s)
+{
+	struct lint_problem p[64];
+	char from[PATH_MAX + 64];
+	int n = doctor_launch_check(s->opts.cmd, s->opts.ncmd, s->opts.nccl_lib, p, 64, from,
+				    sizeof(from));
+
+	for (int i = 0; i < n; i++) {
+		struct tracked_finding t = {0};
+		struct finding *f = &t.f;
+		uint64_t now = now_mono();
+		json_t *rec;
+
+		if (p[i].sev == LINT_INFO)
+			continue;
+		t.id = s->findings.next_id++;
+		t.open = true;
+		t.opened_ns = t.last_seen_ns = now;
+		f->kind = FINDING_CONFIG;
+		f->rank = f->peer_rank = -1;
+		f->conn = -1;
+		f->since_ns = now;
+		snprintf(f->phase, sizeof(f->phase), "before launch");
+		snprintf(f->key, sizeof(f->key), "config:%s", p[i].var);
+		snprintf(f->summary, sizeof(f->summary), "%s: %s", p[i].var[0] ? p[i].var : "job",
+			 p[i].what);
+		if (p[i].var[0])
+			snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]),
+				 "%s=%s in the job's environment (%s)", p[i].var, p[i].value,
+				 lint_sev_name(p[i].sev));
+		snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]),
+			 "NCCL's names from %.160s", from);
+		if (p[i].fix[0])
+			snprintf(f->hypotheses[f->nhyp++], sizeof(f->hypotheses[0]), "%s",
+				 p[i].fix);
+		if (p[i].var[0]) {
+			snprintf(f->settings[0].name, sizeof(f->settings[0].name), "%s", p[i].var);
+			snprintf(f->settings[0].value, sizeof(f->settings[0].value), "%s",
+				 p[i].value);
+			snprintf(f->settings[0].source, sizeof(f->settings[0].source), "environ");
+			f->nsettings = 1;
+		}
+		rec = finding_to_json(&t, FINDING_OPEN, now, NULL);
+		json_object_set_new(rec, "realtime_ns", json_integer((json_int_t)now_real()));
+		json_object_set_new(rec, "severity", json_string(lint_sev_name(p[i].sev)));
+		dump_put(s, rec);
+		s->nfindings++;
+		fprintf(stderr, "nccltrace: CONFIG %s %s%s%s: %s%s%s\n", lint_sev_name(p[i].sev),
+			p[i].var[0] ? p[i].var : "job", p[i].var[0] ? "=" : "", p[i].value,
+			p[i].what, p[i].fix[0] ? " -> " : "", p[i].fix);
 	}
 }
 
@@ -712,6 +771,7 @@ int run_main(int argc, char **argv)
 		goto out;
 	}
 
+	config_findings(&s);
 	rc = setup_fds(&mask, &sfd, &tfd);
 	if (!rc)
 		rc = launcher_spawn(s.opts.cmd, &cr, &s.job);

@@ -55,10 +55,10 @@ struct snap_proc {
 	char nccl_phase[32];  /* innermost NCCL phase (main thread first), "" outside */
 	uint64_t nccl_since_ns;
 	int nccl_setup; /* enum snap_setup: inside communicator init or transport setup */
-	uint64_t nccl_setup_since_ns; /* since when (the outermost such call) */
+	uint64_t nccl_setup_since_ns;	/* since when (the outermost such call) */
 	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
 	int nset;
-	uint64_t nccl_retries;	   /* connect retries NCCL made (socketConnectCheck) */
+	uint64_t nccl_retries;	  /* connect retries NCCL made (socketConnectCheck) */
 	const char *nccl_warning; /* NCCL's last WARN text, NULL if none */
 };
 
@@ -99,7 +99,8 @@ struct snap_comm {
 	uint64_t differ_bits; /* ... its ranks had launched different numbers of collectives */
 	uint64_t behind_bits; /* ... this rank alone had launched the fewest */
 	int nsamples;	      /* such samples so far (saturates at 64) */
-	uint64_t behind_since_ns; /* the first of the behind samples still in the window, 0 if none */
+	uint64_t
+		behind_since_ns; /* the first of the behind samples still in the window, 0 if none */
 };
 
 struct snapshot {

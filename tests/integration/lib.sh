@@ -33,6 +33,9 @@ bpf_usable() {
 	return 0
 }
 
+# jq -e without the output: a condition for check
+jqe() { jq -e "$@" >/dev/null; }
+
 # findings of a dump as JSON
 findings() { "$NT" report --json "$1" | jq -c '.findings'; }
 

@@ -109,16 +109,20 @@ check ring_setup_hypothesis "no lazy-connect hypothesis" -- \
 D=$TMP/refused.jsonl
 NCCL_SOCKET_RETRY_CNT=5 NCCL_SOCKET_TIMEOUT=30 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 \
 	--iters 4 --fault refused --fault-rank 1 --timeout 8 >"$TMP/refused.out" 2>&1
-f=$(findings "$D")
+f=$(findings "$D" | jq -c 'map(select(.kind != "config"))')
+check refused_config "no config finding for NCCL_SOCKET_TIMEOUT before launch: $(findings "$D" | jq -c 'map(.kind)')" -- \
+	jq_ok 'select(.type=="finding" and .kind=="config" and .settings.NCCL_SOCKET_TIMEOUT.value=="30" and .severity=="warning")' "$D"
+check refused_config_stderr "config finding not on stderr" -- \
+	grep -q "CONFIG warning NCCL_SOCKET_TIMEOUT=30: NCCL has no socket or connect timeout" "$TMP/refused.out"
 check refused_kind "findings: $f" -- test "$(jq -r '.[0].kind + " " + (.[0].rank|tostring)' <<<"$f")" = "peer_dead 1"
 check refused_retries "no retry hypothesis: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
-	jq -e '.[0].hypotheses[0] | test("connects fail .* gives up after 5 retries, 1.5 s of sleeps \\(NCCL_SOCKET_RETRY_CNT=5")' <<<"$f"
+	jqe '.[0].hypotheses[0] | test("connects fail .* gives up after 5 retries, 1.5 s of sleeps \\(NCCL_SOCKET_RETRY_CNT=5")' <<<"$f"
 check refused_setting_read "NCCL_SOCKET_RETRY_CNT not as NCCL read it" -- \
 	test "$(jq -r '.[0].settings.NCCL_SOCKET_RETRY_CNT | "\(.value) \(.source)"' <<<"$f")" = "5 read"
 check refused_warn "NCCL's WARN not in the evidence" -- \
-	jq -e '.[0].evidence | map(select(test("NCCL WARN on rank 1 .*exceeded error retry count"))) | length == 1' <<<"$f"
+	jqe '.[0].evidence | map(select(test("NCCL WARN on rank 1 .*exceeded error retry count"))) | length == 1' <<<"$f"
 check refused_fake_name "NCCL_SOCKET_TIMEOUT not called out" -- \
-	jq -e '(.[0].settings.NCCL_SOCKET_TIMEOUT.source == "not read") and (.[0].hypotheses | map(select(test("NCCL_SOCKET_TIMEOUT=30 is set, but NCCL has no socket or connect timeout"))) | length == 1)' <<<"$f"
+	jqe '(.[0].settings.NCCL_SOCKET_TIMEOUT.source == "not read") and (.[0].hypotheses | map(select(test("NCCL_SOCKET_TIMEOUT=30 is set, but NCCL has no socket or connect timeout"))) | length == 1)' <<<"$f"
 pkill -9 -f "$NJ" 2>/dev/null
 
 # --- collectives that do not match, and a straggler: NCCL's own counters name the rank ---

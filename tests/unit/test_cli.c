@@ -372,6 +372,12 @@ static int parse_example(const char *line, char *err)
 		struct report_opts o;
 
 		rc = cli_parse_report(argc - first, argv + first, &o, err, ERRLEN);
+	} else if (strcmp(argv[first], "doctor") == 0) {
+		struct doctor_opts o;
+
+		rc = cli_parse_doctor(argc - first, argv + first, &o, err, ERRLEN);
+		if (rc == 0 && o.help)
+			rc = -1;
 	} else if (strcmp(argv[first], "probes") == 0) {
 		/* one library path, options before it */
 		rc = argc - first >= 2 && argv[argc - 1][0] != '-' ? 0 : -1;
@@ -418,9 +424,51 @@ static void test_help_examples_parse(void **state)
 {
 	(void)state;
 	assert_int_equal(check_help_examples(cli_run_help), 2);
-	assert_int_equal(check_help_examples(cli_main_help), 4);
+	assert_int_equal(check_help_examples(cli_main_help), 5);
 	assert_int_equal(check_help_examples(cli_report_help), 1);
 	assert_int_equal(check_help_examples(cli_probes_help), 1);
+	assert_int_equal(check_help_examples(cli_doctor_help), 3);
+}
+
+#define DOCTOR(o, err, ...) parse_doctor((o), (err), (char *[]){"doctor", __VA_ARGS__, NULL})
+
+static int parse_doctor(struct doctor_opts *o, char *err, char **argv)
+{
+	err[0] = '\0';
+	return cli_parse_doctor(count_args(argv), argv, o, err, ERRLEN);
+}
+
+static void test_doctor_parse(void **state)
+{
+	struct doctor_opts o;
+	char err[ERRLEN];
+	char *only[] = {"doctor", NULL};
+
+	(void)state;
+	/* no argument: this shell */
+	assert_int_equal(cli_parse_doctor(1, only, &o, err, ERRLEN), 0);
+	assert_null(o.cmd);
+	assert_int_equal(o.ndumps, 0);
+	assert_int_equal(DOCTOR(&o, err, "--json", "a.jsonl", "b.jsonl"), 0);
+	assert_true(o.json);
+	assert_int_equal(o.ndumps, 2);
+	assert_string_equal(o.dumps[1], "b.jsonl");
+	/* the command's own options are its own */
+	assert_int_equal(DOCTOR(&o, err, "--nccl-lib", "/x/libnccl.so.2", "--", "env", "A=1",
+				"torchrun", "--json"),
+			 0);
+	assert_string_equal(o.nccl_lib, "/x/libnccl.so.2");
+	assert_int_equal(o.ncmd, 4);
+	assert_string_equal(o.cmd[0], "env");
+	assert_false(o.json);
+	assert_int_equal(DOCTOR(&o, err, "--bogus"), -1);
+	assert_string_equal(err, "unknown option '--bogus'");
+	assert_int_equal(DOCTOR(&o, err, "a.jsonl", "--bogus"), -1);
+	assert_string_equal(err, "unknown option '--bogus'");
+	assert_int_equal(DOCTOR(&o, err, "--"), -1);
+	assert_non_null(strstr(err, "no command after --"));
+	assert_int_equal(DOCTOR(&o, err, "--nccl-lib"), -1);
+	assert_string_equal(err, "option '--nccl-lib' needs a value");
 }
 
 static void test_report_parse(void **state)
@@ -518,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_run_help),
 		cmocka_unit_test(test_run_repeated_parsing),
 		cmocka_unit_test(test_help_examples_parse),
+		cmocka_unit_test(test_doctor_parse),
 		cmocka_unit_test(test_report_parse),
 		cmocka_unit_test(test_report_errors),
 		cmocka_unit_test(test_parse_seconds),

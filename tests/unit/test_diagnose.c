@@ -1160,9 +1160,8 @@ static void test_straggler(void **state)
 {
 	struct world *w = nvlink_job(4, 500, NOW - 50 * MSEC);
 	struct finding out[MAX_OUT];
-	const struct diag_config scfg = {.stall_threshold_ns = 5 * SEC,
-					 .active_window_ns = SEC,
-					 .straggler_samples = 16};
+	const struct diag_config scfg = {
+		.stall_threshold_ns = 5 * SEC, .active_window_ns = SEC, .straggler_samples = 16};
 
 	(void)state;
 	for (int r = 0; r < 4; r++) {

@@ -245,8 +245,8 @@ static void test_params_table(void **state)
 	assert_true(nccl_param_valid(p, "PHB", why, sizeof(why)));
 	assert_true(nccl_param_valid(p, "2", why, sizeof(why)));
 	assert_false(nccl_param_valid(p, "PCI", why, sizeof(why)));
-	assert_true(nccl_param_valid(nccl_param_find("NCCL_SOCKET_IFNAME"), "^lo", why,
-				     sizeof(why)));
+	assert_true(
+		nccl_param_valid(nccl_param_find("NCCL_SOCKET_IFNAME"), "^lo", why, sizeof(why)));
 	assert_true(nccl_retry_window_s(34, 100) > 59.4 && nccl_retry_window_s(34, 100) < 59.6);
 	assert_true(nccl_retry_window_s(0, 100) == 0);
 }

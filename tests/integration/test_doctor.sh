@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# nccltrace doctor on real environments: this shell's, a command's (its env prefix, torchrun's
+# --master-port), the ranks of a real trace dump, a port really held, the real interfaces and
+# the real NCCL library's names; and what sudo's env_reset drops, read from a real ancestor.
+. "$(dirname "$0")/lib.sh"
+
+NJ=$ROOT/build/nccljob
+clean_env=(env -i "PATH=$PATH" "HOME=/root")
+
+# --- a clean environment: exit 0 ---
+out=$("${clean_env[@]}" "$NT" doctor 2>&1)
+rc=$?
+check clean_exit "exit $rc: $out" -- test $rc -eq 0
+check clean_says "$out" -- grep -q "^no problems in this shell" <<<"$out"
+
+# --- typos, folklore, PyTorch's names, bad values, a missing interface: one line each ---
+out=$("${clean_env[@]}" NCCL_SOCKET_IFNAMES=lo NCCL_SOCKET_TIMEOUT=5 NCCL_IB_TIMEOUT=abc \
+	NCCL_ASYNC_ERROR_HANDLING=1 NCCL_SOCKET_IFNAME=nosuchif "$NT" doctor 2>&1)
+rc=$?
+check problems_exit "exit $rc" -- test $rc -eq 1
+check typo_closest "$out" -- grep -qE '^error +NCCL_SOCKET_IFNAMES=lo: NCCL does not read NCCL_SOCKET_IFNAMES .* -> did you mean NCCL_SOCKET_IFNAME\?$' <<<"$out"
+check myth_socket_timeout "$out" -- grep -qE '^warning +NCCL_SOCKET_TIMEOUT=5: NCCL has no socket or connect timeout' <<<"$out"
+check pytorch_name "$out" -- grep -qE '^warning +NCCL_ASYNC_ERROR_HANDLING=1: .* -> use TORCH_NCCL_ASYNC_ERROR_HANDLING$' <<<"$out"
+check bad_int "$out" -- grep -qE '^error +NCCL_IB_TIMEOUT=abc: .*not an integer' <<<"$out"
+check no_interface "$out" -- grep -qE "^error +NCCL_SOCKET_IFNAME=nosuchif: no local interface starts with 'nosuchif'" <<<"$out"
+check summary_line "$out" -- grep -qE '^5 problems \(3 errors\)' <<<"$out"
+# the real interface is fine
+out=$("${clean_env[@]}" NCCL_SOCKET_IFNAME=lo "$NT" doctor 2>&1)
+check real_interface "exit $?: $out" -- test $? -eq 0
+
+# names come from the real library when there is one
+if command -v nvcc >/dev/null; then
+	lib=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")/lib/libnccl.so.2
+	if [ -r "$lib" ]; then
+		out=$(env -i "PATH=$PATH" NCCL_IB_TIMOUT=3 "$NT" doctor --json)
+		check names_from_library "$(jq -r .names_from <<<"$out")" -- \
+			jqe '.names_from | test("^NCCL 2\\.[0-9.]+ at .*libnccl.so.2$")' <<<"$out"
+		check json_problem "$out" -- \
+			jqe '.errors == 1 and .problems[0].variable == "NCCL_IB_TIMOUT" and .problems[0].fix == "did you mean NCCL_IB_TIMEOUT?"' <<<"$out"
+	fi
+fi
+out=$(env -i "PATH=/usr/bin:/bin" NCCL_IB_TIMOUT=3 "$NT" doctor --nccl-lib /nonexistent --json)
+check builtin_table "$(jq -r .names_from <<<"$out")" -- \
+	jqe '(.names_from | test("built-in NCCL 2.28.9 table")) and .problems[0].fix == "did you mean NCCL_IB_TIMEOUT?"' <<<"$out"
+
+# --- a command's environment: its env prefix; torchrun's --master-port on a port in use ---
+out=$("${clean_env[@]}" NCCL_P2P_DISABLE=1 "$NT" doctor -- env -u NCCL_P2P_DISABLE NCCL_SHM_DISABLE=yes true 2>&1)
+rc=$?
+check cmd_prefix "exit $rc: $out" -- test $rc -eq 1
+check cmd_prefix_value "$out" -- grep -qE '^error +NCCL_SHM_DISABLE=yes: .*not 0 or 1' <<<"$out"
+check cmd_prefix_unset "$out" -- bash -c '! grep -q NCCL_P2P_DISABLE <<<"$1"' _ "$out"
+port=$((20000 + RANDOM % 20000))
+perl -MIO::Socket::INET -e '$s=IO::Socket::INET->new(LocalPort=>$ARGV[0],Listen=>1) or die; sleep 30' \
+	"$port" &
+holder=$!
+for _ in $(seq 50); do grep -q ":$(printf %04X "$port") " /proc/net/tcp && break; sleep 0.1; done
+out=$("${clean_env[@]}" "$NT" doctor -- torchrun --master-port "$port" --nproc_per_node 2 x.py 2>&1)
+rc=$?
+check port_in_use "exit $rc: $out" -- grep -qE "^error +MASTER_PORT=$port: MASTER_PORT $port is already in use" <<<"$out"
+out=$("${clean_env[@]}" "$NT" doctor -- env MASTER_ADDR=127.0.0.1 "MASTER_PORT=$port" true 2>&1)
+check port_in_use_env "$out" -- grep -q "MASTER_PORT $port is already in use" <<<"$out"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+out=$("${clean_env[@]}" "$NT" doctor -- torchrun "--master_port=$port" x.py 2>&1)
+check port_free "exit $?: $out" -- test $? -eq 0
+
+# --- sudo's env_reset: a variable of the invoking user's shell that did not come along ---
+out=$(NCCL_SOCKET_IFNAME=lo MASTER_PORT=29555 bash -c \
+	'env -u NCCL_SOCKET_IFNAME -u MASTER_PORT SUDO_UID=$(id -u) SUDO_USER=$(id -un) "$1" doctor; true' \
+	_ "$NT" 2>&1)
+check sudo_lost "$out" -- grep -qE '^warning +NCCL_SOCKET_IFNAME=lo: NCCL_SOCKET_IFNAME is set in your shell \(pid [0-9]+\) but not here: .* -> sudo -E' <<<"$out"
+check sudo_lost_master "$out" -- grep -q "MASTER_PORT is set in your shell" <<<"$out"
+
+# --- usage errors: 64 and one line ---
+out=$("$NT" doctor --bogus 2>&1)
+rc=$?
+check usage_exit "exit $rc: $out" -- test $rc -eq 64 -a "$(wc -l <<<"$out")" -eq 1
+out=$("$NT" doctor "$TMP/missing.jsonl" 2>&1)
+rc=$?
+check missing_dump "exit $rc: $out" -- test $rc -eq 66 -a "$(wc -l <<<"$out")" -eq 1
+printf '{"nccltrace":1}\n{not json\n' >"$TMP/corrupt.jsonl"
+out=$("$NT" doctor "$TMP/corrupt.jsonl" 2>&1)
+rc=$?
+check corrupt_dump "exit $rc: $out" -- test $rc -eq 66 -a "$(wc -l <<<"$out")" -eq 1
+
+# --- every rank of a real dump: a setting one rank has on its own ---
+if ! why=$(bpf_usable); then
+	skip dump_ranks "BPF not usable here: $why"
+	exit 0
+fi
+D=$TMP/ranks.jsonl
+NCCL_SOCKET_IFNAME=lo "$NT" run --dump "$D" -- "$NJ" --ranks 3 --iters 2 --import-delay 0.1 \
+	>/dev/null 2>&1
+out=$("$NT" doctor "$D" 2>&1)
+rc=$?
+check dump_clean "exit $rc: $out" -- test $rc -eq 0
+check dump_ranks_counted "$out" -- grep -q "no problems in 3 ranks of 1 dump" <<<"$out"
+# the same dump with rank 2's environment edited: differences and a duplicate rank show
+jq -c 'if .type=="rank" and .rank==2 then .env.NCCL_SOCKET_IFNAME="eth7" | .env.NCCL_IB_TIMOUT="3" else . end' \
+	"$D" >"$TMP/edited.jsonl"
+out=$("$NT" doctor --json "$TMP/edited.jsonl")
+rc=$?
+check dump_problems_exit "exit $rc" -- test $rc -eq 1
+check dump_difference "$out" -- jqe '.problems | map(select(.variable=="NCCL_SOCKET_IFNAME" and (.what | test("differs across ranks: .*rank 2 eth7")))) | length == 1' <<<"$out"
+check dump_rank_typo "$out" -- jqe '.problems | map(select(.variable=="NCCL_IB_TIMOUT" and .rank==2)) | length == 1' <<<"$out"

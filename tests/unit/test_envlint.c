@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+#include "envlint.h"
+
+#define MAXP 32
+
+static const char *const names[] = {"NCCL_SOCKET_IFNAME", "NCCL_SOCKET_RETRY_CNT",
+				    "NCCL_IB_TIMEOUT",	  "NCCL_NET_GDR_LEVEL",
+				    "NCCL_P2P_DISABLE",	  "NCCL_DEBUG",
+				    "NCCL_IB_HCA"};
+
+static bool fake_iface(void *io, const char *name, bool exact)
+{
+	(void)io;
+	return exact ? !strcmp(name, "eth0") : !strncmp("eth0", name, strlen(name));
+}
+
+static bool fake_port(void *io, int port)
+{
+	(void)io;
+	return port == 29500;
+}
+
+static struct lint_ctx ctx(bool launch)
+{
+	struct lint_ctx c = {.names = names,
+			     .nnames = sizeof(names) / sizeof(names[0]),
+			     .names_from = "a test table",
+			     .launch = launch,
+			     .iface_exists = fake_iface,
+			     .port_in_use = fake_port};
+	return c;
+}
+
+static struct lint_problem out[MAXP];
+
+/* One environment of "K=V" strings. */
+static int lint1(bool launch, const char *const *kv, int n)
+{
+	struct lint_var v[16];
+	char keys[16][64];
+	struct lint_env e = {.label = "this shell", .rank = -1, .v = v, .n = n};
+	struct lint_ctx c = ctx(launch);
+
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(kv[i], '=');
+
+		snprintf(keys[i], sizeof(keys[i]), "%.*s", (int)(eq - kv[i]), kv[i]);
+		v[i].key = keys[i];
+		v[i].value = eq + 1;
+	}
+	memset(out, 0, sizeof(out));
+	return envlint(&c, &e, 1, out, MAXP);
+}
+
+static const struct lint_problem *find(int n, const char *var, const char *what)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(out[i].var, var) && strstr(out[i].what, what))
+			return &out[i];
+	return NULL;
+}
+
+#define LINT1(launch, ...)                                                                         \
+	lint1(launch, (const char *const[]){__VA_ARGS__},                                          \
+	      sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+static void test_clean(void **state)
+{
+	(void)state;
+	assert_int_equal(LINT1(true, "NCCL_SOCKET_IFNAME=eth", "NCCL_DEBUG=info", "HOME=/root",
+			       "NCCL_IB_TIMEOUT=22", "NCCL_NET_GDR_LEVEL=PHB", "MASTER_PORT=29501"),
+			 0);
+	assert_int_equal(LINT1(true, "NCCL_SOCKET_IFNAME=^docker,lo"), 0);
+	assert_int_equal(LINT1(true, "NCCL_SOCKET_IFNAME==eth0"), 0);
+}
+
+static void test_names(void **state)
+{
+	const struct lint_problem *p;
+	int n;
+
+	(void)state;
+	n = LINT1(true, "NCCL_SOCKET_IFNAMES=eth0", "NCCL_SOCKET_TIMEOUT=30",
+		  "NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_FROBNICATE=1");
+	assert_int_equal(n, 4);
+	p = find(n, "NCCL_SOCKET_IFNAMES", "does not read");
+	assert_non_null(p);
+	assert_int_equal(p->sev, LINT_ERROR);
+	assert_string_equal(p->fix, "did you mean NCCL_SOCKET_IFNAME?");
+	assert_non_null(strstr(p->what, "a test table"));
+	p = find(n, "NCCL_SOCKET_TIMEOUT", "no socket or connect timeout");
+	assert_non_null(p);
+	assert_int_equal(p->sev, LINT_WARN);
+	assert_non_null(strstr(p->fix, "NCCL_SOCKET_RETRY_CNT"));
+	p = find(n, "NCCL_ASYNC_ERROR_HANDLING", "PyTorch");
+	assert_string_equal(p->fix, "use TORCH_NCCL_ASYNC_ERROR_HANDLING");
+	p = find(n, "NCCL_FROBNICATE", "does not read");
+	assert_int_equal(p->sev, LINT_WARN);
+	assert_int_equal(envlint_count(out, n), 4);
+}
+
+static void test_values(void **state)
+{
+	int n;
+
+	(void)state;
+	n = LINT1(true, "NCCL_IB_TIMEOUT=abc", "NCCL_NET_GDR_LEVEL=PCI", "NCCL_P2P_DISABLE=2",
+		  "NCCL_SOCKET_IFNAME=ib", "NCCL_DEBUG=LOUD", "NCCL_SOCKET_RETRY_CNT=0");
+	assert_int_equal(n, 6);
+	assert_non_null(find(n, "NCCL_IB_TIMEOUT", "not an integer"));
+	assert_non_null(find(n, "NCCL_NET_GDR_LEVEL", "not a level"));
+	assert_non_null(find(n, "NCCL_P2P_DISABLE", "out of range [0, 1]"));
+	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no local interface starts with 'ib'"));
+	assert_non_null(find(n, "NCCL_DEBUG", "not a level NCCL knows"));
+	assert_non_null(find(n, "NCCL_SOCKET_RETRY_CNT", "no connect retries"));
+	n = LINT1(true, "NCCL_SOCKET_IFNAME==eth"); /* exact: eth is not eth0 */
+	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no local interface is 'eth'"));
+}
+
+static void test_launch_vars(void **state)
+{
+	int n;
+
+	(void)state;
+	n = LINT1(true, "MASTER_PORT=29500", "MASTER_ADDR=127.0.0.1");
+	assert_int_equal(n, 1);
+	assert_non_null(find(n, "MASTER_PORT", "already in use"));
+	/* a remote master: the port is not ours to check */
+	assert_int_equal(LINT1(true, "MASTER_PORT=29500", "MASTER_ADDR=10.0.0.1"), 0);
+	n = LINT1(true, "MASTER_PORT=http", "RANK=4", "WORLD_SIZE=4", "LOCAL_RANK=2",
+		  "LOCAL_WORLD_SIZE=2");
+	assert_int_equal(n, 3);
+	assert_non_null(find(n, "MASTER_PORT", "not a port"));
+	assert_non_null(find(n, "RANK", "not below WORLD_SIZE=4"));
+	assert_non_null(find(n, "LOCAL_RANK", "not below LOCAL_WORLD_SIZE=2"));
+	/* before launch, no rank variables is normal; in a rank, it is not */
+	assert_int_equal(LINT1(true, "HOME=/"), 0);
+}
+
+/* Ranks from a dump: rank r gets the given variables. */
+static int lint_ranks(int nr, const int *rank, const char *host[], const char *const kv[][8])
+{
+	static struct lint_var v[8][8];
+	static char keys[8][8][64];
+	struct lint_env e[8];
+	struct lint_ctx c = ctx(false);
+
+	for (int r = 0; r < nr; r++) {
+		int n = 0;
+
+		for (; n < 8 && kv[r][n]; n++) {
+			const char *eq = strchr(kv[r][n], '=');
+
+			snprintf(keys[r][n], sizeof(keys[r][n]), "%.*s", (int)(eq - kv[r][n]),
+				 kv[r][n]);
+			v[r][n].key = keys[r][n];
+			v[r][n].value = eq + 1;
+		}
+		e[r] = (struct lint_env){
+			.label = "rank", .rank = rank[r], .host = host[r], .v = v[r], .n = n};
+	}
+	memset(out, 0, sizeof(out));
+	return envlint(&c, e, nr, out, MAXP);
+}
+
+#define R(rank, ws, addr, ifname)                                                                  \
+	{                                                                                          \
+		"RANK=" #rank, "WORLD_SIZE=" #ws, "MASTER_ADDR=" addr, "MASTER_PORT=29500",        \
+			"LOCAL_WORLD_SIZE=" #ws, ifname, NULL                                      \
+	}
+
+static void test_across_ranks(void **state)
+{
+	const char *h1[] = {"a", "a", "a"};
+	const char *h2[] = {"a", "a", "b"};
+	int n;
+
+	(void)state;
+	{
+		const int rk[] = {0, 1, 2};
+		const char *const kv[][8] = {R(0, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth0"),
+					     R(1, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth0"),
+					     R(2, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth0")};
+
+		assert_int_equal(lint_ranks(3, rk, h1, kv), 0);
+	}
+	{
+		/* rank 1 twice, rank 2 never, one rank on its own interface */
+		const int rk[] = {0, 1, 1};
+		const char *const kv[][8] = {R(0, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth0"),
+					     R(1, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth0"),
+					     R(1, 3, "10.0.0.1", "NCCL_SOCKET_IFNAME=eth1")};
+
+		n = lint_ranks(3, rk, h1, kv);
+		assert_non_null(find(n, "", "rank 1 appears twice"));
+		assert_non_null(find(n, "", "1 of WORLD_SIZE=3 ranks never appeared: 2"));
+		assert_int_equal(find(n, "", "never appeared")->sev, LINT_ERROR);
+		assert_non_null(
+			find(n, "NCCL_SOCKET_IFNAME",
+			     "differs across ranks: rank 0 eth0, rank 1 eth0, rank 1 eth1"));
+	}
+	{
+		/* two hosts, a loopback master, another WORLD_SIZE */
+		const int rk[] = {0, 1, 2};
+		const char *const kv[][8] = {R(0, 4, "127.0.0.1", NULL), R(1, 4, "127.0.0.1", NULL),
+					     R(2, 3, "127.0.0.1", NULL)};
+
+		n = lint_ranks(3, rk, h2, kv);
+		assert_non_null(find(n, "", "loopback address, but the ranks span hosts"));
+		assert_non_null(find(n, "WORLD_SIZE", "WORLD_SIZE=3 here, 4 on another rank"));
+		/* another host's ranks are not here by design: told, not counted */
+		assert_int_equal(find(n, "", "never appeared")->sev, LINT_INFO);
+	}
+	{
+		/* a rank without the launcher's variables */
+		const int rk[] = {0};
+		const char *const kv[][8] = {{"RANK=0", NULL}};
+
+		n = lint_ranks(1, rk, h1, kv);
+		assert_non_null(find(n, "", "WORLD_SIZE is not set"));
+		assert_non_null(find(n, "", "MASTER_ADDR is not set"));
+	}
+}
+
+static void test_lost_to_sudo(void **state)
+{
+	const struct lint_var sv[] = {{"NCCL_SOCKET_IFNAME", "eth0"},
+				      {"HOME", "/home/u"},
+				      {"MASTER_PORT", "29501"},
+				      {"NCCL_DEBUG", "INFO"}};
+	const struct lint_var hv[] = {{"NCCL_DEBUG", "INFO"}, {"HOME", "/root"}};
+	struct lint_env shell = {.label = "your shell (pid 7)", .rank = -1, .v = sv, .n = 4};
+	struct lint_env here = {.label = "here", .rank = -1, .v = hv, .n = 2};
+	int n = 0;
+
+	(void)state;
+	envlint_lost(&shell, &here, out, &n, MAXP);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].var, "NCCL_SOCKET_IFNAME");
+	assert_non_null(strstr(out[0].what, "set in your shell (pid 7) but not here"));
+	assert_non_null(strstr(out[0].fix, "--preserve-env=NCCL_SOCKET_IFNAME"));
+	assert_string_equal(out[1].var, "MASTER_PORT");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean),	     cmocka_unit_test(test_names),
+		cmocka_unit_test(test_values),	     cmocka_unit_test(test_launch_vars),
+		cmocka_unit_test(test_across_ranks), cmocka_unit_test(test_lost_to_sudo),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -15,9 +15,11 @@ run() { # NAME ENV... -- ARGS
 	local name=$1
 	shift
 	echo "== $name"
-	env "$@" "$NT" run -v -t 3 --dump "$OUT/$name.jsonl" -- $TR $EXTRA >"$OUT/$name.log" 2>&1
+	# a hang that never ends (a mismatch) is ended by timeout: SIGTERM, forwarded to the job
+	timeout -k 10 "${LIMIT:-120}" env "$@" "$NT" run -v -t 3 --dump "$OUT/$name.jsonl" -- \
+		$TR $EXTRA >"$OUT/$name.log" 2>&1
 	echo "exit $?"
-	grep -E "^nccltrace: [A-Z]|STALL|NCCL 2|attach mode" "$OUT/$name.log" | head -8
+	grep -E "^nccltrace: [A-Z]|STALL|NCCL 2|attach mode|likely:" "$OUT/$name.log" | head -10
 	pkill -9 -f allreduce.py 2>/dev/null
 	sleep 1
 }
@@ -34,3 +36,15 @@ want nvlink-stall && { EXTRA="--iters 40 --stall-rank 1 --stall-for 8"; run nvli
 want late-lazy && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first"; run late-lazy "${SOCK[@]}"; }
 want late-eager && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first --eager-init"; run late-eager "${SOCK[@]}"; }
 want late-eager-nvlink && { EXTRA="--iters 10 --stall-rank 1 --stall-for 8 --stall-at first --eager-init"; run late-eager-nvlink PATH="$PATH"; }
+# from NCCL's counters alone (no sockets between the GPUs): a rank that broadcasts where the
+# other all-reduces, and a rank 0.3 s late to every collective
+want nvlink-mismatch && { EXTRA="--iters 20 --stall-rank 1 --stall-mode mismatch"; LIMIT=25 run nvlink-mismatch PATH="$PATH"; }
+want nvlink-slow && { EXTRA="--iters 60 --stall-rank 1 --stall-mode slow --stall-for 0.3"; run nvlink-slow PATH="$PATH"; }
+# doctor on the machine's own environment and torchrun, names from the wheel's library
+if want doctor; then
+	echo "== doctor"
+	NCCL_SOCKET_IFNAMES=lo NCCL_SOCKET_TIMEOUT=5 "$NT" doctor -- $(command -v torchrun || echo torchrun) \
+		--nproc_per_node=2 tests/gpu/allreduce.py >"$OUT/doctor.log" 2>&1
+	echo "exit $?"
+	cat "$OUT/doctor.log"
+fi

@@ -445,6 +445,68 @@ static const char *setup_name(int cls)
 }
 
 /*
+ * A rank inside NCCL setup whose connects are refused: NCCL retries them silently for
+ * NCCL_SOCKET_RETRY_CNT rounds (about a minute by default), and everyone waits meanwhile.
+ */
+static void retry_findings(const struct snapshot *s, const struct diag_config *cfg,
+			   struct finding *out, int *n, int max)
+{
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		struct finding *f;
+		char pn[48], ws[112];
+
+		if (p->exited || p->nccl_setup == SNAP_SETUP_NONE || !p->nccl_retries ||
+		    p->nccl_last_retry_ns < p->nccl_setup_since_ns ||
+		    s->now_ns - p->nccl_setup_since_ns <= cfg->stall_threshold_ns ||
+		    named_in(out, *n, p->pid) || *n >= max)
+			continue;
+		f = &out[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->kind = p->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
+							   : FINDING_RING_SETUP_BLOCKED;
+		f->pid = p->pid;
+		f->rank = p->rank;
+		f->peer_rank = -1;
+		f->conn = -1;
+		f->since_ns = p->nccl_setup_since_ns;
+		/* the others in the same setup wait for it */
+		for (int k = 0; k < s->nprocs; k++) {
+			const struct snap_proc *w = &s->procs[k];
+
+			if (w == p || w->exited || w->nccl_setup != p->nccl_setup ||
+			    f->nwaiters >= DIAG_MAX_WAITERS)
+				continue;
+			f->waiters[f->nwaiters++] = w->pid;
+			if (!f->peer_pid) {
+				f->peer_pid = w->pid;
+				f->peer_rank = w->rank;
+			}
+		}
+		snap_proc_name(p, p->pid, pn, sizeof(pn));
+		snprintf(f->phase, sizeof(f->phase), "%s (%s), connecting",
+			 setup_name(p->nccl_setup), p->nccl_phase[0] ? p->nccl_phase : "?");
+		waiter_list(s, f, ws, sizeof(ws));
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s is blocked in NCCL %s for %.1fs: its connects to %s fail and NCCL "
+			 "retries them silently (%llu so far)%s%s",
+			 pn, setup_name(p->nccl_setup),
+			 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC,
+			 p->nccl_retry_addr ? p->nccl_retry_addr : "?",
+			 (unsigned long long)p->nccl_retries,
+			 f->nwaiters ? "; waiting for it: " : "", f->nwaiters ? ws : "");
+		add_evidence(f,
+			     "%llu connect retries (socketConnectCheck), the last to %s %.1fs ago",
+			     (unsigned long long)p->nccl_retries,
+			     p->nccl_retry_addr ? p->nccl_retry_addr : "?",
+			     (double)(s->now_ns - p->nccl_last_retry_ns) / NT_NSEC_PER_SEC);
+		add_evidence(f, "%s in NCCL %s for %.1fs, now in %s", pn, setup_name(p->nccl_setup),
+			     (double)(s->now_ns - p->nccl_setup_since_ns) / NT_NSEC_PER_SEC,
+			     p->nccl_phase[0] ? p->nccl_phase : "?");
+	}
+}
+
+/*
  * NCCL setup blocking, which NCCL never reports: ranks inside communicator init (bootstrap)
  * or transport setup (the lazy ring connect of the first collective) for longer than the
  * threshold, while a rank of the same job is not in it: outside NCCL, stopped, exited, or
@@ -614,9 +676,18 @@ static void comm_evidence(const struct snapshot *s, struct finding *f, const str
 			off += snprintf(counts + off, sizeof(counts) - off, "%s%s %llu",
 					off ? ", " : "", coll_names[k],
 					(unsigned long long)c->seq[k]);
-	add_evidence(f, "%s launched %s on comm %016llx (comm->seqNumber), unchanged for %.1fs", pn,
-		     off ? counts : "no collective", (unsigned long long)c->hash,
-		     (double)(s->now_ns - c->changed_ns) / NT_NSEC_PER_SEC);
+	if (c->destroyed)
+		add_evidence(f,
+			     "%s destroyed comm %016llx (ncclCommDestroy) after launching %s, "
+			     "%.1fs ago",
+			     pn, (unsigned long long)c->hash, off ? counts : "no collective",
+			     (double)(s->now_ns - c->changed_ns) / NT_NSEC_PER_SEC);
+	else
+		add_evidence(f,
+			     "%s launched %s on comm %016llx (comm->seqNumber), unchanged for "
+			     "%.1fs",
+			     pn, off ? counts : "no collective", (unsigned long long)c->hash,
+			     (double)(s->now_ns - c->changed_ns) / NT_NSEC_PER_SEC);
 	if (c->last_coll >= 0) {
 		char a[96];
 
@@ -790,9 +861,12 @@ static void coll_findings(const struct snapshot *s, const struct diag_config *cf
 		int mem[s->ncomms], sig[s->ncomms], nm = comm_members(s, i, mem);
 		uint64_t lo[SNAP_NSEQ], hi[SNAP_NSEQ], moved = 0, least = UINT64_MAX, wsince = 0;
 		uint64_t weight[s->ncomms];
-		bool ordered = true, equal = true, known = true;
+		bool ordered = true, equal = true, known = true, live = false;
 
-		if (nm < 2)
+		for (int k = 0; k < nm; k++)
+			live |= !s->comms[mem[k]].destroyed;
+		/* every rank destroyed it: the job is done with it */
+		if (nm < 2 || !live)
 			continue;
 		for (int f = 0; f < SNAP_NSEQ; f++) {
 			lo[f] = UINT64_MAX;
@@ -944,6 +1018,12 @@ static void coll_findings(const struct snapshot *s, const struct diag_config *cf
 					describe_culprit(p, f);
 				else
 					snprintf(f->phase, sizeof(f->phase), "not traced");
+				if (c->destroyed) {
+					size_t l = strlen(f->phase);
+
+					snprintf(f->phase + l, sizeof(f->phase) - l,
+						 ", communicator destroyed");
+				}
 				member_name(s, c, cn, sizeof(cn));
 				waiter_list(s, f, ws, sizeof(ws));
 				snprintf(st, sizeof(st), "%s #%llu", snap_coll_name(ahead),
@@ -988,8 +1068,8 @@ static void straggler_findings(const struct snapshot *s, const struct diag_confi
 		struct finding *f;
 		char cn[48], ws[112];
 
-		if (!c->seq_ok || behind < cfg->straggler_samples || !p || p->exited ||
-		    named_in(out, *n, c->pid))
+		if (!c->seq_ok || c->destroyed || behind < cfg->straggler_samples || !p ||
+		    p->exited || named_in(out, *n, c->pid))
 			continue;
 		/* nobody else close: a job whose ranks take turns being last has no straggler */
 		nm = 0;
@@ -1027,8 +1107,9 @@ static void straggler_findings(const struct snapshot *s, const struct diag_confi
 		waiter_list(s, f, ws, sizeof(ws));
 		snprintf(f->summary, sizeof(f->summary),
 			 "%s is the last to launch collectives on comm %016llx: alone behind in %d "
-			 "of the last %d samples while it moved; %s wait for it at each step",
-			 cn, (unsigned long long)c->hash, behind, c->nsamples, ws);
+			 "of the last %d samples while it moved; %s wait%s for it at each step",
+			 cn, (unsigned long long)c->hash, behind, c->nsamples, ws,
+			 f->nwaiters > 1 ? "" : "s");
 		add_evidence(f,
 			     "%s alone behind in %d of %d samples, %d with the ranks apart "
 			     "(comm->seqNumber sampled every tick)",
@@ -1120,11 +1201,28 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			if (f->cycle)
 				snprintf(f->phase, sizeof(f->phase), "in a wait cycle");
 		} else {
+			const struct snap_proc *w = snapshot_proc(s, f->peer_pid);
+
 			fmt_endpoint(&s->conns[f->conn].c.t, 0, ep, sizeof(ep));
 			snprintf(cn, sizeof(cn), "%s", ep);
 			snprintf(f->phase, sizeof(f->phase), "%s",
 				 f->kind == FINDING_CONN_ERROR ? "connect unanswered"
 							       : "untraced peer silent");
+			/*
+			 * NCCL setup connecting to an address nobody answers: the blocked rank is
+			 * the subject, the address is what it waits on (the finding's conn)
+			 */
+			if (f->kind == FINDING_CONN_ERROR && w &&
+			    w->nccl_setup != SNAP_SETUP_NONE) {
+				f->kind = w->nccl_setup == SNAP_SETUP_INIT
+						  ? FINDING_INIT_BLOCKED
+						  : FINDING_RING_SETUP_BLOCKED;
+				f->rank = w->rank;
+				f->peer_rank = -1;
+				snprintf(f->phase, sizeof(f->phase), "%s (%s), connecting",
+					 setup_name(w->nccl_setup),
+					 w->nccl_phase[0] ? w->nccl_phase : "?");
+			}
 		}
 		snap_proc_name(snapshot_proc(s, f->peer_pid), f->peer_pid, pn, sizeof(pn));
 		if (cp && f->cycle)
@@ -1140,6 +1238,12 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 				 "%s is %s; %s wait%s on it (longest: %s, %.1fs without progress)",
 				 cn, f->phase, ws, f->nwaiters > 1 ? "" : "s", pn,
 				 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC);
+		else if (f->kind == FINDING_INIT_BLOCKED || f->kind == FINDING_RING_SETUP_BLOCKED)
+			snprintf(f->summary, sizeof(f->summary),
+				 "%s is blocked in NCCL %s for %.1fs: its connect to %s is not "
+				 "answered (%u SYN retransmits); NCCL never reports this",
+				 pn, f->phase, (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC,
+				 cn, s->conns[f->conn].c.syn_retrans);
 		else
 			snprintf(f->summary, sizeof(f->summary), "%s waits on %s (%s) for %.1fs",
 				 pn, cn, f->phase,
@@ -1211,6 +1315,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 		    counters_say_waiting(s, out[i].pid))
 			remove_finding(out, &n, i--);
 	coll_findings(s, cfg, out, &n, max);
+	retry_findings(s, cfg, out, &n, max);
 	setup_findings(s, cfg, out, &n, max);
 	straggler_findings(s, cfg, out, &n, max);
 

@@ -170,12 +170,12 @@ static void lib_candidates(const char *cmd0, char (*out)[CAND_LEN], int *n, int 
 		if (*n < max)                                                                      \
 			snprintf(out[(*n)++], CAND_LEN, __VA_ARGS__);                              \
 	} while (0)
-	if (cmd0 && realpath(cmd0, buf)) {
+	/* the directory as found, not resolved: a venv's python is a symlink out of the venv */
+	if (cmd0 && strchr(cmd0, '/')) {
 		glob_t g;
-		char *slash = strrchr(buf, '/');
 
-		if (slash)
-			*slash = '\0';
+		snprintf(buf, sizeof(buf), "%s", cmd0);
+		*strrchr(buf, '/') = '\0';
 		snprintf(pat, sizeof(pat),
 			 "%s/../lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2", buf);
 		if (!glob(pat, 0, NULL, &g)) {

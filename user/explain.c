@@ -272,6 +272,8 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 			    cn, f->phase);
 		break;
 	case FINDING_INIT_BLOCKED:
+		if (!cul || cul->nccl_setup != SNAP_SETUP_NONE)
+			break; /* the rank is in init itself: the network rules speak */
 		hyp(h, 50,
 		    "%s has not called ncclCommInitRank (init_process_group, or the first "
 		    "collective of a lazily created group); NCCL's bootstrap root answers only "
@@ -279,6 +281,8 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 		    cn);
 		break;
 	case FINDING_RING_SETUP_BLOCKED:
+		if (!cul || cul->nccl_setup != SNAP_SETUP_NONE)
+			break;
 		v = value_of(cul, "NCCL_RUNTIME_CONNECT", &src);
 		if (v && strtol(v, NULL, 0) != 0)
 			hyp(h, 50,

@@ -267,6 +267,17 @@ static const struct nccl_fake fakes[] = {
 
 #define NFAKES ((int)(sizeof(fakes) / sizeof(fakes[0])))
 
+/* NCCL_* variables that are labels, not settings: NVIDIA's CUDA container images set these */
+static const char *const labels[] = {"NCCL_VERSION"};
+
+bool nccl_label_var(const char *name)
+{
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++)
+		if (!strcmp(labels[i], name))
+			return true;
+	return false;
+}
+
 const struct nccl_param *nccl_param_find(const char *name)
 {
 	for (int i = 0; i < NPARAMS; i++)

@@ -41,6 +41,9 @@ const struct nccl_param *nccl_param_at(int i); /* NULL past the end */
 /* A name guides or PyTorch use but NCCL does not read; NULL otherwise. */
 const struct nccl_fake *nccl_fake_find(const char *name);
 
+/* A variable with the NCCL_ prefix that is a label, not a setting (NCCL_VERSION of NVIDIA's images) */
+bool nccl_label_var(const char *name);
+
 /* The closest real name (edit distance at most 3, or 1/4 of its length); NULL if none. */
 const char *nccl_param_closest(const char *name, const char *const *names, int n);
 int nccl_edit_distance(const char *a, const char *b);

@@ -54,6 +54,8 @@ struct nproc {
 	uint64_t warnings;
 	uint64_t suppressed; /* WARN calls NCCL downgraded to INFO */
 	uint64_t retries;
+	uint64_t last_retry_ns;
+	char retry_addr[64];
 	char last_warning[256];
 };
 
@@ -241,15 +243,16 @@ void nccl_state__env(struct nccl_state *s, int pid, const char *name, const char
 		set_setting(p, name, value, false);
 }
 
-int nccl_state__settings(const struct nccl_state *s, int pid, const struct snap_setting **set,
-			 uint64_t *retries, const char **warning)
+void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 {
-	const struct nproc *p = proc_find(s, pid);
+	const struct nproc *p = proc_find(s, sp->pid);
 
-	*set = p ? p->set : NULL;
-	*retries = p ? p->retries : 0;
-	*warning = p && p->last_warning[0] ? p->last_warning : NULL;
-	return p ? p->nset : 0;
+	sp->set = p ? p->set : NULL;
+	sp->nset = p ? p->nset : 0;
+	sp->nccl_retries = p ? p->retries : 0;
+	sp->nccl_last_retry_ns = p ? p->last_retry_ns : 0;
+	sp->nccl_retry_addr = p && p->retry_addr[0] ? p->retry_addr : NULL;
+	sp->nccl_warning = p && p->last_warning[0] ? p->last_warning : NULL;
 }
 
 /* ncclEnqueueCheck (--collectives): one collective launched; no phase (it has no return probe) */
@@ -339,7 +342,11 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 			if (c->addr != e->d.fin.comm || c->gone)
 				continue;
 			c->gone = true;
+			c->sc.destroyed = true;
 			if (s->seq_off && s->seq_off(s->ctx, c->lib) >= 0) {
+				if (!c->sc.seq_ok ||
+				    memcmp(c->sc.seq, e->d.fin.seq, sizeof(c->sc.seq)))
+					c->sc.changed_ns = e->h.ts_ns;
 				memcpy(c->sc.seq, e->d.fin.seq, sizeof(c->sc.seq));
 				c->sc.seq_ok = true;
 			}
@@ -353,8 +360,10 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		char a[64];
 
 		p->retries++;
+		p->last_retry_ns = e->h.ts_ns;
 		o = base_record(e, "nccl_connect_retry");
 		addr_string(e->d.sock.addr, a, sizeof(a));
+		snprintf(p->retry_addr, sizeof(p->retry_addr), "%s", a);
 		json_object_set_new(o, "addr", json_string(a));
 		json_object_set_new(o, "retries", json_integer(p->retries));
 		return o;
@@ -394,7 +403,7 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 			bool known = false;
 
 			for (int i = 0; i < p->ncomm; i++)
-				known |= p->comm[i].addr == e->d.comm.comm;
+				known |= p->comm[i].addr == e->d.comm.comm && !p->comm[i].gone;
 			if (!known && p->ncomm < MAX_COMMS) {
 				struct ncomm *c = &p->comm[p->ncomm++];
 
@@ -549,8 +558,6 @@ int nccl_state__comms(struct nccl_state *s, struct snap_comm **out)
 
 	for (int i = 0; i < s->n; i++)
 		for (int k = 0; k < s->p[i].ncomm; k++) {
-			if (s->p[i].comm[k].gone)
-				continue;
 			if (n == s->snapcap) {
 				int cap = s->snapcap ? 2 * s->snapcap : 16;
 				struct snap_comm *v = realloc(s->snap, cap * sizeof(*v));

@@ -25,11 +25,10 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e);
 void nccl_state__env(struct nccl_state *s, int pid, const char *name, const char *value);
 
 /*
- * pid's NCCL settings (read by NCCL, else from its environment), its connect retries and last
- * WARN text (NULL if none); returns how many settings. Valid until the next event.
+ * Fill sp (by sp->pid) with its NCCL settings (read by NCCL, else from its environment), its
+ * connect retries and NCCL's last WARN text. The pointers are valid until the next event.
  */
-int nccl_state__settings(const struct nccl_state *s, int pid, const struct snap_setting **set,
-			 uint64_t *retries, const char **warning);
+void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp);
 
 /*
  * Read comm->seqNumber[] of every known communicator from the ranks' memory, and compare the
@@ -37,7 +36,7 @@ int nccl_state__settings(const struct nccl_state *s, int pid, const struct snap_
  */
 void nccl_state__sample(struct nccl_state *s, uint64_t now);
 
-/* The communicators still alive, for the snapshot: valid until the next call. */
+/* The communicators, destroyed ones too (with their final counts): valid until the next call. */
 int nccl_state__comms(struct nccl_state *s, struct snap_comm **out);
 
 /* The per-process part of a snapshot record: threads, comms, settings count... NULL if none */

@@ -426,8 +426,7 @@ static void tick(struct session *s, bool force_snapshot)
 		ph = nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns);
 		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", ph ? ph : "");
 		p->nccl_setup = nccl_state__setup(s->nstate, p->pid, &p->nccl_setup_since_ns);
-		p->nset = nccl_state__settings(s->nstate, p->pid, &p->set, &p->nccl_retries,
-					       &p->nccl_warning);
+		nccl_state__proc_snap(s->nstate, p);
 	}
 	for (int i = 0; i < s->snap.nconns; i++) {
 		struct snap_conn *c = &s->snap.conns[i];

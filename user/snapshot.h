@@ -58,8 +58,10 @@ struct snap_proc {
 	uint64_t nccl_setup_since_ns;	/* since when (the outermost such call) */
 	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
 	int nset;
-	uint64_t nccl_retries;	  /* connect retries NCCL made (socketConnectCheck) */
-	const char *nccl_warning; /* NCCL's last WARN text, NULL if none */
+	uint64_t nccl_retries; /* connect retries NCCL made (socketConnectCheck) */
+	uint64_t nccl_last_retry_ns;
+	const char *nccl_retry_addr; /* where the last one went, NULL if none */
+	const char *nccl_warning;    /* NCCL's last WARN text, NULL if none */
 };
 
 struct snap_conn {
@@ -91,6 +93,7 @@ struct snap_comm {
 	int rank, nranks;
 	uint64_t seq[SNAP_NSEQ];
 	bool seq_ok;	     /* read at least once */
+	bool destroyed;	     /* ncclCommDestroy/Abort: seq holds its final counts */
 	uint64_t changed_ns; /* when a count last moved (or was first read) */
 	/* the last collective it launched (--collectives only): coll -1 if unknown */
 	int last_coll, last_dtype, last_root;

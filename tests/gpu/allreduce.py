@@ -2,7 +2,9 @@
 """A training-like loop for nccltrace's GPU runs: torchrun starts it, each rank all-reduces a
 tensor ITERS times; --stall-rank R sleeps --stall-for S seconds (--stall-at loop: before
 iteration ITERS/2; first: before the first collective) and prints the stall's wall-clock time,
-like the C fixtures do. --eager-init creates the NCCL communicator in init_process_group
+like the C fixtures do. --stall-mode mismatch makes that rank broadcast where the others
+all-reduce (a hang in the GPU kernels), slow makes it sleep --stall-for before every
+all-reduce (a straggler). --eager-init creates the NCCL communicator in init_process_group
 (device_id=...); otherwise PyTorch creates it lazily at the first collective."""
 import argparse
 import os
@@ -18,6 +20,7 @@ p.add_argument("--numel", type=int, default=1 << 20)
 p.add_argument("--stall-rank", type=int, default=-1)
 p.add_argument("--stall-for", type=float, default=8.0)
 p.add_argument("--stall-at", choices=["loop", "first"], default="loop")
+p.add_argument("--stall-mode", choices=["sleep", "mismatch", "slow"], default="sleep")
 p.add_argument("--eager-init", action="store_true")
 a = p.parse_args()
 
@@ -31,11 +34,16 @@ else:
     dist.init_process_group("nccl")
 x = torch.ones(a.numel, device="cuda")
 for i in range(a.iters):
-    if rank == a.stall_rank and i == (0 if a.stall_at == "first" else a.iters // 2):
+    odd = rank == a.stall_rank and i == (0 if a.stall_at == "first" else a.iters // 2)
+    if odd or (rank == a.stall_rank and a.stall_mode == "slow" and i == 0):
         print(f"allreduce: STALL rank {rank} pid {os.getpid()} at_realtime_ns {time.time_ns()}",
               file=sys.stderr, flush=True)
+    if (odd and a.stall_mode == "sleep") or (rank == a.stall_rank and a.stall_mode == "slow"):
         time.sleep(a.stall_for)
-    dist.all_reduce(x)
+    if odd and a.stall_mode == "mismatch":
+        dist.broadcast(x, src=0)
+    else:
+        dist.all_reduce(x)
     torch.cuda.synchronize()
     time.sleep(0.02)
 if rank == 0:

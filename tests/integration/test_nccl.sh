@@ -172,14 +172,38 @@ for spec in "2 0 1024 0" "3 0.05 65536 0" "4 0 262144 0" "2 0.2 4096 2.5" "3 0 1
 		test $rc = 0 -a "$(findings "$D" | jq length)" = 0
 done
 
-# --- a ring connection to an address that never answers (SYNs dropped) ---
+# --- ring setup connecting to an address that never answers (SYNs dropped), or refuses ---
 D=$TMP/unreachable.jsonl
 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault unreachable --fault-rank 1 \
-	--timeout 6 >/dev/null 2>&1
-check unreachable_conn_error "no conn_error with SYN retransmits: $(findings "$D")" -- \
-	jq_ok 'select(.type=="finding" and .kind=="conn_error") | .evidence | map(select(test("[1-9][0-9]* SYN retransmits"))) | length > 0' "$D"
+	--timeout 6 >"$TMP/unreachable.out" 2>&1
+f=$(findings "$D")
+check unreachable_kind "findings: $f" -- \
+	test "$(jq -r '.[0].kind + " " + (.[0].rank|tostring)' <<<"$f")" = "ring_setup_blocked 1"
+check unreachable_syn_evidence "no SYN retransmits in the evidence" -- \
+	jqe '.[0].evidence | map(select(test("[1-9][0-9]* SYN retransmits"))) | length > 0' <<<"$f"
 check unreachable_local_port "the connect's local port is missing" -- \
-	jq_ok 'select(.type=="finding" and .kind=="conn_error") | .conn | test("^127.0.0.1:[1-9][0-9]*->")' "$D"
+	jqe '.[0].conn | test("^127.0.0.1:[1-9][0-9]*->")' <<<"$f"
+check unreachable_hypothesis "no dropped-packets hypothesis: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
+	jqe '.[0].hypotheses[0] | test("are dropped .* SYN timeout")' <<<"$f"
+t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$TMP/unreachable.out" | head -1)
+t1=$(opened_ns "$D" ring_setup_blocked)
+check unreachable_latency "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
+	test -n "$t0" -a -n "$t1" -a $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
+pkill -9 -f "$NJ" 2>/dev/null
+D=$TMP/refused-default.jsonl
+"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault refused --fault-rank 1 \
+	--timeout 6 >"$TMP/refused-default.out" 2>&1
+f=$(findings "$D")
+check refused_retrying_kind "findings: $f" -- \
+	test "$(jq -r '.[0].kind + " " + (.[0].rank|tostring)' <<<"$f")" = "ring_setup_blocked 1"
+check refused_retrying_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
+	jqe '.[0].summary | test("its connects to 127.0.0.1:[0-9]+ fail and NCCL retries them silently \\([0-9]+ so far\\); waiting for it: ranks 0,2")' <<<"$f"
+check refused_retrying_window "no retry window: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
+	jqe '.[0].hypotheses[0] | test("gives up after 34 retries, 59.5 s of sleeps")' <<<"$f"
+t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$TMP/refused-default.out" | head -1)
+t1=$(opened_ns "$D" ring_setup_blocked)
+check refused_retrying_latency "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
+	test -n "$t0" -a -n "$t1" -a $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
 pkill -9 -f "$NJ" 2>/dev/null
 
 # --- a stripped library: warned about, socket tracing and diagnosis go on ---

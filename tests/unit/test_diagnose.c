@@ -504,6 +504,24 @@ static void test_connect_unanswered(void **state)
 	assert_true(evidence_has(&out[0], "3 SYN retransmits"));
 	assert_true(out[0].since_ns == NOW - 10 * SEC);
 
+	/* inside NCCL transport setup: the ring setup is what blocks, and on which rank */
+	w->procs[0].nccl_setup = SNAP_SETUP_TRANSPORT;
+	w->procs[0].nccl_setup_since_ns = NOW - 11 * SEC;
+	snprintf(w->procs[0].nccl_phase, sizeof(w->procs[0].nccl_phase), "proxy connect");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_RING_SETUP_BLOCKED);
+	assert_int_equal(out[0].rank, 0);
+	assert_int_equal(out[0].peer_rank, -1);
+	assert_int_equal(out[0].conn, 0);
+	assert_contains(out[0].phase, "transport setup (proxy connect), connecting");
+	assert_contains(out[0].summary, "its connect to 10.0.0.2:29500 is not answered (3 SYN");
+	assert_int_equal(out[0].nhyp >= 1, 1);
+	assert_contains(out[0].hypotheses[0], "packets to 10.0.0.2:29500 are dropped");
+	w->procs[0].nccl_setup = SNAP_SETUP_INIT;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_INIT_BLOCKED);
+	w->procs[0].nccl_setup = SNAP_SETUP_NONE;
+
 	/* a connect that has not taken long yet */
 	c->c.state_ns = NOW - 2 * SEC;
 	c->blocked_since_ns = NOW - 2 * SEC;
@@ -1126,6 +1144,70 @@ static void test_coll_mismatch_arguments(void **state)
 	free(w);
 }
 
+/* Refused connects NCCL retries silently while the others wait in the same setup. */
+static void test_setup_connect_retries(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int r = 0; r < 3; r++) {
+		struct snap_proc *p = add_proc(w, 100 + r, r, 'S', "futex");
+
+		p->nccl_setup = SNAP_SETUP_TRANSPORT;
+		p->nccl_setup_since_ns = NOW - 8 * SEC;
+		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "proxy call");
+	}
+	w->procs[1].nccl_retries = 9;
+	w->procs[1].nccl_last_retry_ns = NOW - 300 * MSEC;
+	w->procs[1].nccl_retry_addr = "10.0.0.9:43517";
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_RING_SETUP_BLOCKED);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].nwaiters, 2);
+	assert_int_equal(out[0].since_ns, NOW - 8 * SEC);
+	assert_contains(out[0].summary, "its connects to 10.0.0.9:43517 fail and NCCL retries them "
+					"silently (9 so far); waiting for it: ranks 0,2");
+	assert_contains(out[0].hypotheses[0], "had 9 connects fail");
+	/* retries from before this setup say nothing about it */
+	w->procs[1].nccl_last_retry_ns = NOW - 9 * SEC;
+	assert_int_equal(run(w, out), 0);
+	/* in setup for less than the threshold: not yet */
+	w->procs[1].nccl_last_retry_ns = NOW - 300 * MSEC;
+	for (int r = 0; r < 3; r++)
+		w->procs[r].nccl_setup_since_ns = NOW - 2 * SEC;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+/* A rank that destroyed the communicator keeps its final counts: it will launch no more. */
+static void test_coll_destroyed_member(void **state)
+{
+	struct world *w = nvlink_job(2, 20, STALL_START);
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	/* real NCCL over NVLink: a Broadcast paired with an AllReduce, the last AllReduce never */
+	comm_store[1].seq[AR] = 19;
+	comm_store[1].seq[BCAST] = 1;
+	comm_store[1].destroyed = true;
+	w->procs[1].state = 'S';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_COLLECTIVE_MISMATCH);
+	assert_int_equal(out[0].rank, 1);
+	assert_true(evidence_has(&out[0], "rank 1 (pid 101) destroyed comm"));
+	/* behind and destroyed */
+	comm_store[1].seq[BCAST] = 0;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_STALL);
+	assert_int_equal(out[0].rank, 1);
+	assert_contains(out[0].phase, "communicator destroyed");
+	/* every rank destroyed it, whatever the counts: the job is done with it */
+	comm_store[0].destroyed = true;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
 /* The counters outrank the sockets: a rank inside the collective is never the culprit. */
 static void test_coll_overrides_socket_culprit(void **state)
 {
@@ -1224,6 +1306,8 @@ int main(void)
 		cmocka_unit_test(test_coll_mismatch_functions),
 		cmocka_unit_test(test_coll_mismatch_arguments),
 		cmocka_unit_test(test_coll_overrides_socket_culprit),
+		cmocka_unit_test(test_coll_destroyed_member),
+		cmocka_unit_test(test_setup_connect_retries),
 		cmocka_unit_test(test_straggler),
 	};
 

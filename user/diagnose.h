@@ -55,7 +55,7 @@ struct finding {
 	int peer_rank;	   /* its rank, -1 if none */
 	int conn;	   /* index in the snapshot's conns: what the longest waiter waits on, -1 */
 	uint64_t since_ns; /* when the waiting started (oldest last progress) */
-	char phase[64];
+	char phase[112];
 	char summary[512];
 	char evidence[DIAG_MAX_EVIDENCE][200];
 	int nevidence;

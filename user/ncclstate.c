@@ -26,6 +26,7 @@ struct nthread {
 	int depth;
 	uint16_t probe[NT_PHASE_DEPTH];
 	uint64_t since[NT_PHASE_DEPTH];
+	char detail[NT_PHASE_DEPTH][24]; /* "ring", "peer 3 tag 257", "proxy rank 1" */
 };
 
 struct ncomm {
@@ -206,6 +207,38 @@ static json_t *base_record(const struct nt_ev_nccl *e, const char *type)
 	return o;
 }
 
+/* What a phase is about, where its arguments say: the graph, the peer, the proxy's rank. */
+static void phase_detail(const struct nt_ev_nccl *e, char *buf, size_t len)
+{
+	static const char *const graphs[] = {"ring", "tree", "collnet chain", "nvls",
+					     "collnet direct"};
+	int64_t g = (int64_t)e->args[3];
+
+	buf[0] = '\0';
+	switch (e->probe) {
+	case NT_P_P2P_SETUP:
+		if (g >= 0 && g < 5)
+			snprintf(buf, len, "%s", graphs[g]);
+		break;
+	case NT_P_BOOTSTRAP_SEND:
+	case NT_P_BOOTSTRAP_RECV:
+		snprintf(buf, len, "peer %d tag %d", (int)e->args[1], (int)e->args[2]);
+		break;
+	case NT_P_PROXY_CONNECT:
+		snprintf(buf, len, "proxy rank %d", (int)e->args[3]);
+		break;
+	default:
+		break;
+	}
+}
+
+/* "p2p setup (ring)" */
+static void frame_label(const struct nthread *t, int d, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", probe_label(t->probe[d]), t->detail[d][0] ? " (" : "",
+		 t->detail[d], t->detail[d][0] ? ")" : "");
+}
+
 /*
  * Record a setting; NCCL's own read wins over the environment. Returns false if it adds
  * nothing (NCCL read it already).
@@ -375,6 +408,7 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		if (t->depth < NT_PHASE_DEPTH) {
 			t->probe[t->depth] = e->probe;
 			t->since[t->depth] = e->h.ts_ns;
+			phase_detail(e, t->detail[t->depth], sizeof(t->detail[0]));
 		}
 		t->depth++;
 	} else if (t && e->ret && t->depth > 0) {
@@ -596,8 +630,10 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 				to, "role",
 				json_string(nccl_probe(t->role)->name + strlen("role_")));
 		if (t->depth > 0 && t->depth <= NT_PHASE_DEPTH) {
-			json_object_set_new(to, "phase",
-					    json_string(probe_label(t->probe[t->depth - 1])));
+			char l[64];
+
+			frame_label(t, t->depth - 1, l, sizeof(l));
+			json_object_set_new(to, "phase", json_string(l));
 			json_object_set_new(to, "in_phase_s",
 					    json_real((now - t->since[t->depth - 1]) / 1e9));
 		}
@@ -640,7 +676,8 @@ const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64
 	return NULL;
 }
 
-const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns)
+bool nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns, char *buf,
+		       size_t len)
 {
 	const struct nproc *p = proc_find(s, pid);
 	const struct nthread *best = NULL;
@@ -658,11 +695,23 @@ const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *sin
 		if (!best || t->since[t->depth - 1] < best->since[best->depth - 1])
 			best = t;
 	}
+	buf[0] = '\0';
 	if (!best)
-		return NULL;
+		return false;
 	if (since_ns)
 		*since_ns = best->since[best->depth - 1];
-	return probe_label(best->probe[best->depth - 1]);
+	frame_label(best, best->depth - 1, buf, len);
+	/* and what it is part of, where an outer frame says: "proxy call in p2p setup (ring)" */
+	for (int d = best->depth - 2; d >= 0; d--)
+		if (best->detail[d][0]) {
+			size_t l = strlen(buf);
+
+			snprintf(buf + l, len - l, " in ");
+			l = strlen(buf);
+			frame_label(best, d, buf + l, len - l);
+			break;
+		}
+	return true;
 }
 
 static int setup_class(int probe)

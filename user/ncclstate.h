@@ -8,6 +8,7 @@
 #define NT_NCCLSTATE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "nccltrace.h"
 #include "snapshot.h"
@@ -45,8 +46,13 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 /* "ring setup" etc.: the NCCL label of the socket with inode ino in pid, NULL if unknown */
 const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64_t ino);
 
-/* The innermost phase of pid's main thread (or any thread inside NCCL), NULL if none. */
-const char *nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns);
+/*
+ * The innermost phase of pid's main thread (or of its thread in a phase the longest), with
+ * what it is about where known: "p2p setup (ring)", "bootstrap recv (peer 3 tag 257)". False,
+ * and "" in buf, if none.
+ */
+bool nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns, char *buf,
+		       size_t len);
 
 /*
  * Is pid inside a blocking NCCL setup (communicator init, transport setup)? The outermost NCCL

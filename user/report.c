@@ -94,6 +94,32 @@ json_t *report_findings(const char *path, char *err, size_t errlen)
 	return out;
 }
 
+/* "settings: NCCL_X=1 (read), NCCL_Y unset": the ranks' values where they disagree */
+static void print_settings(json_t *set)
+{
+	const char *name;
+	json_t *v;
+	int n = 0;
+
+	json_object_foreach(set, name, v)
+	{
+		const char *val = json_string_value(json_object_get(v, "value"));
+		const char *ranks = json_string_value(json_object_get(v, "ranks"));
+
+		const char *src = json_string_value(json_object_get(v, "source"));
+
+		printf("%s%s", n++ ? ", " : "    settings: ", name);
+		if (val)
+			printf("=%s (%s)", val, src ? src : "?");
+		else
+			printf(" unset");
+		if (ranks)
+			printf(" [%s]", ranks);
+	}
+	if (n)
+		printf("\n");
+}
+
 static void print_text(json_t *r)
 {
 	json_t *fs = json_object_get(r, "findings"), *f, *cmd = json_object_get(r, "cmd"), *e;
@@ -118,6 +144,9 @@ static void print_text(json_t *r)
 		       json_string_value(json_object_get(f, "summary")));
 		json_array_foreach(json_object_get(f, "evidence"), j, e)
 			printf("    %s\n", json_string_value(e));
+		json_array_foreach(json_object_get(f, "hypotheses"), j, e)
+			printf("    %s %s\n", j ? "or:" : "likely:", json_string_value(e));
+		print_settings(json_object_get(f, "settings"));
 	}
 	if (json_object_get(r, "lost")) {
 		json_t *lost = json_object_get(r, "lost");

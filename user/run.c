@@ -418,13 +418,12 @@ static void tick(struct session *s, bool force_snapshot)
 	model__snapshot(s->model, now, &s->snap);
 	for (int i = 0; i < s->snap.nprocs; i++) {
 		struct snap_proc *p = &s->snap.procs[i];
-		const char *ph;
 
 		if (!p->exited && !nccl_attach__has(s->nccl, p->pid))
 			nccl_attach__scan(s->nccl, p->pid);
 		p->nccl = nccl_attach__has(s->nccl, p->pid);
-		ph = nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns);
-		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", ph ? ph : "");
+		nccl_state__phase(s->nstate, p->pid, &p->nccl_since_ns, p->nccl_phase,
+				  sizeof(p->nccl_phase));
 		p->nccl_setup = nccl_state__setup(s->nstate, p->pid, &p->nccl_setup_since_ns);
 		nccl_state__proc_snap(s->nstate, p);
 	}

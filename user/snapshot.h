@@ -52,7 +52,7 @@ struct snap_proc {
 	uint64_t cpu_busy_ns; /* CPU time used over the last second */
 	char where[32];	      /* syscall the main thread sits in, "" when running */
 	bool nccl;	      /* NCCL probes are live in it */
-	char nccl_phase[32];  /* innermost NCCL phase (main thread first), "" outside */
+	char nccl_phase[64];  /* innermost NCCL phase (main thread first), "" outside */
 	uint64_t nccl_since_ns;
 	int nccl_setup; /* enum snap_setup: inside communicator init or transport setup */
 	uint64_t nccl_setup_since_ns;	/* since when (the outermost such call) */

@@ -14,9 +14,8 @@ struct dump {
 	char *path;
 };
 
-int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out)
+int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid)
 {
-	struct dump *d;
 	int fd, err;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0640);
@@ -28,6 +27,16 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 		unlink(path);
 		return err;
 	}
+	return fd;
+}
+
+int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out)
+{
+	struct dump *d;
+	int fd = dump_create_file(path, chown, uid, gid);
+
+	if (fd < 0)
+		return fd;
 	d = calloc(1, sizeof(*d));
 	if (!d || !(d->path = strdup(path))) {
 		free(d);

@@ -17,6 +17,8 @@ struct dump;
  * uid:gid when chown is set. 0 or -errno.
  */
 int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out);
+/* The same file creation, for the job's output log: the fd (appending), or -errno. */
+int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid);
 /* Append one record. 0 or -errno. */
 int dump__write(struct dump *d, json_t *rec);
 const char *dump__path(const struct dump *d);

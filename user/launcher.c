@@ -83,7 +83,7 @@ static void child_fail(int fd, int err)
 	_exit(127);
 }
 
-int launcher_spawn(char *const argv[], const struct launch_creds *cr, struct job *job)
+int launcher_spawn(char *const argv[], const struct launch_creds *cr, int out_fd, struct job *job)
 {
 	int go[2], ep[2];
 	sigset_t none;
@@ -124,6 +124,18 @@ int launcher_spawn(char *const argv[], const struct launch_creds *cr, struct job
 				signal(s, SIG_DFL);
 		while (read(go[0], &c, 1) < 0 && errno == EINTR)
 			;
+		if (out_fd >= 0) {
+			int nul = open("/dev/null", O_RDONLY);
+
+			if (nul >= 0 && nul != STDIN_FILENO) {
+				dup2(nul, STDIN_FILENO);
+				close(nul);
+			}
+			dup2(out_fd, STDOUT_FILENO);
+			dup2(out_fd, STDERR_FILENO);
+			if (out_fd > STDERR_FILENO)
+				close(out_fd);
+		}
 		err = drop_privileges(cr);
 		if (err)
 			child_fail(ep[1], LAUNCH_ERR_DROP + -err);

@@ -29,8 +29,11 @@ struct job {
  */
 int launcher_resolve_creds(const char *user, struct launch_creds *cr, char *err, size_t errlen);
 
-/* Fork the child, stopped before exec. 0 or -errno. */
-int launcher_spawn(char *const argv[], const struct launch_creds *cr, struct job *job);
+/*
+ * Fork the child, stopped before exec. out_fd >= 0: its stdout and stderr go there and its
+ * stdin is /dev/null (the dashboard owns the terminal). 0 or -errno.
+ */
+int launcher_spawn(char *const argv[], const struct launch_creds *cr, int out_fd, struct job *job);
 /* Added to the errno of a failed privilege drop, to tell it from a failed exec. */
 #define LAUNCH_ERR_DROP 10000
 

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
+#include "dashboard.h"
 #include "diagnose.h"
 #include "doctor.h"
 #include "dump.h"
@@ -29,13 +30,16 @@
 #include "nccllib.h"
 #include "launcher.h"
 #include "log.h"
+#include "logtail.h"
 #include "model.h"
 #include "ncclattach.h"
 #include "ncclstate.h"
 #include "run.h"
 #include "tracer.h"
+#include "tui.h"
 
 #define TICK_NS		  (200 * 1000000ULL)
+#define DRAW_EVERY_NS	  (500 * 1000000ULL) /* the dashboard at 2 Hz */
 #define SNAPSHOT_EVERY_NS NT_NSEC_PER_SEC
 #define MAX_FINDINGS	  64
 /* of the last 64 ticks (12.8 s) in which a communicator moved: a quarter behind is a straggler */
@@ -59,6 +63,19 @@ struct session {
 	bool dump_failed;
 	uint64_t nfindings;
 	struct snapshot snap; /* the latest, for the finding callback */
+	/* the dashboard, when stdout is a terminal */
+	struct tui *tui;
+	struct dashboard *dash;
+	const struct tui_model *shown;
+	struct logtail log;
+	char log_path[PATH_MAX + 8];
+	int log_fd;
+	int saved_stderr;
+	uint64_t start_ns, last_draw_ns;
+	bool detached;
+	char cmdline[256];
+	char host[256];
+	char dump_path[PATH_MAX];
 };
 
 static uint64_t now_mono(void)
@@ -405,6 +422,108 @@ static void check_losses(struct session *s)
 	}
 }
 
+static void draw(struct session *s, bool fresh)
+{
+	struct dash_info in = {
+		.cmd = s->cmdline,
+		.start_ns = s->start_ns,
+		.mode = cli_mode_name(tracer__mode(s->tracer)),
+		.lost = s->stats[NT_STAT_RB_DROP] + s->stats[NT_STAT_CONN_FULL] +
+			s->stats[NT_STAT_TRACED_FULL],
+		.dump = s->dump_path,
+		.host = s->host,
+		.job_done = s->job_exited,
+		.cfg = &s->diag,
+	};
+
+	if (!s->tui)
+		return;
+	logtail_poll(&s->log);
+	in.log = (const char *const *)s->log.line;
+	in.nlog = s->log.n;
+	/* paused: the picture stays, the tracing goes on */
+	if (fresh && (!tui__state(s->tui)->paused || !s->shown)) {
+		const struct tui_model *m = dashboard__update(s->dash, &s->snap, &s->findings, &in,
+							      tui__state(s->tui)->sort);
+
+		if (m)
+			s->shown = m;
+	}
+	if (s->shown)
+		tui__draw(s->tui, s->shown);
+	s->last_draw_ns = now_mono();
+}
+
+/*
+ * The dashboard takes the terminal: the job's output (and nccltrace's own messages) go to a
+ * log file next to the dump, shown in the dashboard's tail pane. Plain mode if it cannot.
+ */
+static void start_dashboard(struct session *s, const struct launch_creds *cr)
+{
+	char err[128];
+	size_t l = strlen(s->dump_path);
+
+	if (l > 6 && !strcmp(s->dump_path + l - 6, ".jsonl"))
+		snprintf(s->log_path, sizeof(s->log_path), "%.*s.log", (int)(l - 6), s->dump_path);
+	else
+		snprintf(s->log_path, sizeof(s->log_path), "%s.log", s->dump_path);
+	s->log_fd = dump_create_file(s->log_path, cr->drop, cr->uid, cr->gid);
+	if (s->log_fd < 0) {
+		pr_warn("no dashboard: cannot create %s for the job's output: %s; plain output\n",
+			s->log_path, strerror(-s->log_fd));
+		s->log_path[0] = '\0';
+		return;
+	}
+	s->dash = dashboard__new();
+	if (!s->dash || logtail_open(&s->log, s->log_path) ||
+	    tui__open(&s->tui, err, sizeof(err))) {
+		if (s->dash)
+			pr_warn("no dashboard: %s; plain output\n", s->tui ? "" : err);
+		dashboard__free(s->dash);
+		s->dash = NULL;
+		logtail_close(&s->log);
+		close(s->log_fd);
+		s->log_fd = -1;
+		unlink(s->log_path);
+		s->log_path[0] = '\0';
+		return;
+	}
+	fflush(stderr);
+	s->saved_stderr = dup(STDERR_FILENO);
+	if (s->saved_stderr >= 0)
+		dup2(s->log_fd, STDERR_FILENO);
+	draw(s, true);
+}
+
+/* Give the terminal back; what went to the log stays there. */
+static void stop_dashboard(struct session *s)
+{
+	if (!s->tui)
+		return;
+	tui__close(s->tui);
+	s->tui = NULL;
+	fflush(stderr);
+	if (s->saved_stderr >= 0) {
+		dup2(s->saved_stderr, STDERR_FILENO);
+		close(s->saved_stderr);
+		s->saved_stderr = -1;
+	}
+	/* the findings again, on the terminal the dashboard had */
+	for (int i = 0; i < s->findings.n; i++) {
+		char label[32];
+
+		kind_label(s->findings.v[i].f.kind, label, sizeof(label));
+		fprintf(stderr, "nccltrace: %s  %s\n", label, s->findings.v[i].f.summary);
+	}
+	logtail_close(&s->log);
+	dashboard__free(s->dash);
+	s->dash = NULL;
+	s->shown = NULL;
+	if (s->log_fd >= 0)
+		close(s->log_fd);
+	s->log_fd = -1;
+}
+
 static void tick(struct session *s, bool force_snapshot)
 {
 	struct finding found[MAX_FINDINGS];
@@ -432,6 +551,7 @@ static void tick(struct session *s, bool force_snapshot)
 		const char *label = nccl_state__socket_label(s->nstate, c->pid, c->c.ino);
 
 		c->ras = label && strncmp(label, "ras", 3) == 0;
+		c->nccl_label = label;
 	}
 	nccl_state__sample(s->nstate, now);
 	s->snap.ncomms = nccl_state__comms(s->nstate, &s->snap.comms);
@@ -442,6 +562,37 @@ static void tick(struct session *s, bool force_snapshot)
 		s->last_snapshot_ns = now;
 		check_losses(s);
 	}
+	if (s->tui && now - s->last_draw_ns >= DRAW_EVERY_NS)
+		draw(s, true);
+}
+
+/* Keys on the dashboard; false once tracing should stop. */
+static bool on_keys(struct session *s)
+{
+	switch (tui__keys(s->tui, s->shown, s->job_exited)) {
+	case TUI_REDRAW:
+		/* a new sort order needs new rows; anything else redraws what is shown */
+		draw(s, true);
+		break;
+	case TUI_SNAPSHOT:
+		tick(s, true);
+		draw(s, false);
+		break;
+	case TUI_QUIT_STOP_JOB:
+		snprintf(tui__state(s->tui)->status, sizeof(tui__state(s->tui)->status),
+			 "stopping the job (SIGTERM to its process group); tracing until it exits");
+		tui__state(s->tui)->confirm_quit = false;
+		pr_info("stopping the job on request (q, y)\n");
+		launcher_signal(&s->job, SIGTERM);
+		draw(s, false);
+		break;
+	case TUI_QUIT_DETACH:
+		s->detached = true;
+		return false;
+	default:
+		break;
+	}
+	return true;
 }
 
 static json_t *proc_event_json(const struct nt_ev_proc *e, const char *what)
@@ -618,8 +769,12 @@ static int event_loop(struct session *s, int sfd, int tfd)
 	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
 	ev.data.fd = tracer__ringbuf_fd(s->tracer);
 	epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	if (s->tui) {
+		ev.data.fd = tui__input_fd(s->tui);
+		epoll_ctl(ep, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
 
-	while (!s->job_exited) {
+	while (!s->job_exited && !s->detached) {
 		struct epoll_event evs[4];
 		int n = epoll_wait(ep, evs, 4, 1000);
 
@@ -638,14 +793,22 @@ static int event_loop(struct session *s, int sfd, int tfd)
 
 				if (read(sfd, &si, sizeof(si)) != sizeof(si))
 					continue;
-				if (si.ssi_signo == SIGCHLD)
+				if (si.ssi_signo == SIGCHLD) {
 					reap_job(s);
-				else if (si.ssi_signo == SIGUSR1)
+				} else if (si.ssi_signo == SIGWINCH) {
+					if (s->tui) {
+						tui__resize(s->tui);
+						draw(s, false);
+					}
+				} else if (si.ssi_signo == SIGUSR1)
 					tick(s, true);
 				else {
 					pr_info("forwarding signal %d to the job\n", si.ssi_signo);
 					launcher_signal(&s->job, si.ssi_signo);
 				}
+			} else if (s->tui && fd == tui__input_fd(s->tui)) {
+				if (!on_keys(s))
+					break;
 			} else {
 				tracer__poll(s->tracer);
 			}
@@ -671,6 +834,7 @@ static int setup_fds(sigset_t *mask, int *sfd, int *tfd)
 	sigaddset(mask, SIGHUP);
 	sigaddset(mask, SIGQUIT);
 	sigaddset(mask, SIGUSR1);
+	sigaddset(mask, SIGWINCH);
 	if (sigprocmask(SIG_BLOCK, mask, NULL))
 		return -errno;
 	*sfd = signalfd(-1, mask, SFD_CLOEXEC);
@@ -684,7 +848,7 @@ static int setup_fds(sigset_t *mask, int *sfd, int *tfd)
 
 int run_main(int argc, char **argv)
 {
-	struct session s = {0};
+	struct session s = {.log_fd = -1, .saved_stderr = -1, .log = {.fd = -1}};
 	struct launch_creds cr;
 	struct tracer_opts topts = {0};
 	char err[512], host[256] = "localhost", path[512];
@@ -769,10 +933,19 @@ int run_main(int argc, char **argv)
 		goto out;
 	}
 
+	snprintf(s.dump_path, sizeof(s.dump_path), "%s", path);
+	snprintf(s.host, sizeof(s.host), "%s", host);
+	for (int i = 0, off = 0; i < s.opts.ncmd && off + 2 < (int)sizeof(s.cmdline); i++)
+		off += snprintf(s.cmdline + off, sizeof(s.cmdline) - off, "%s%s", i ? " " : "",
+				s.opts.cmd[i]);
+	s.start_ns = now_mono();
+	/* before the dashboard takes the terminal: these are worth reading first */
 	config_findings(&s);
+	if (!s.opts.no_tui && isatty(STDOUT_FILENO))
+		start_dashboard(&s, &cr);
 	rc = setup_fds(&mask, &sfd, &tfd);
 	if (!rc)
-		rc = launcher_spawn(s.opts.cmd, &cr, &s.job);
+		rc = launcher_spawn(s.opts.cmd, &cr, s.tui ? s.log_fd : -1, &s.job);
 	if (rc) {
 		fprintf(stderr, "nccltrace: cannot start '%s': %s\n", s.opts.cmd[0], strerror(-rc));
 		exit_code = EXIT_OSERR;
@@ -808,12 +981,23 @@ int run_main(int argc, char **argv)
 	event_loop(&s, sfd, tfd);
 	/* what happened between the last tick and the exit still counts */
 	tick(&s, true);
-	findings_close_all(&s.findings, now_mono(), on_finding, &s);
-	exit_code = wait_status_to_exit(s.job_status);
-	write_footer(&s, exit_code);
-	fprintf(stderr, "nccltrace: %llu finding%s; trace dump: %s\n",
-		(unsigned long long)s.nfindings, s.nfindings == 1 ? "" : "s", path);
+	if (s.detached) {
+		exit_code = 0;
+		write_footer(&s, -1);
+	} else {
+		findings_close_all(&s.findings, now_mono(), on_finding, &s);
+		exit_code = wait_status_to_exit(s.job_status);
+		write_footer(&s, exit_code);
+	}
+	stop_dashboard(&s);
+	fprintf(stderr, "nccltrace: %llu finding%s; trace dump: %s%s%s\n",
+		(unsigned long long)s.nfindings, s.nfindings == 1 ? "" : "s", path,
+		s.log_path[0] ? "; job output: " : "", s.log_path);
+	if (s.detached)
+		fprintf(stderr, "nccltrace: stopped tracing; the job (pid %d) goes on\n",
+			s.job.pid);
 out:
+	stop_dashboard(&s);
 	if (sfd >= 0)
 		close(sfd);
 	if (tfd >= 0)

@@ -71,7 +71,8 @@ struct snap_conn {
 	int peer_pid; /* traced process on the other end, -1 if none or unknown */
 	bool closed;  /* seen going to CLOSE */
 	uint64_t closed_ns;
-	int blocked_tid; /* a thread blocked in a call on this socket, 0 if none */
+	const char *nccl_label; /* NCCL's name for it ("bootstrap (bootstrap)"), NULL if none */
+	int blocked_tid;	/* a thread blocked in a call on this socket, 0 if none */
 	enum snap_block blocked;
 	uint64_t blocked_since_ns;
 	/*

@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The live dashboard, end to end in a real terminal (tmux): the demo ring with a stalled rank
+# under the dashboard; the culprit row highlighted and the finding on screen within threshold
+# + 1 s; the job's output in the log file, not on the screen; q then y stops the job, q then n
+# leaves it running; the terminal is given back every time. --no-tui stays plain.
+. "$(dirname "$0")/lib.sh"
+
+if ! command -v tmux >/dev/null; then
+	skip tui "tmux is not installed (scripts/install-deps.sh installs it)"
+	exit 0
+fi
+if ! why=$(bpf_usable); then
+	skip tui "BPF not usable here: $why"
+	exit 0
+fi
+SOCK=$TMP/tmux.sock
+t() { tmux -S "$SOCK" "$@"; }
+trap 'tmux -S "$SOCK" kill-server >/dev/null 2>&1; kill_leftovers; rm -rf "$TMP"' EXIT
+THRESH=2
+
+# wait_for SECONDS COMMAND...: poll every 100 ms
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ $n -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+screen() { t capture-pane -p -J -t nt; }
+screen_has() { screen | grep -qF -- "$1"; }
+# the findings pane's line for a stall of rank 1 (the log pane has other STALL lines)
+finding_shown() { screen | grep -qE '^[ >] STALL [0-9.]+s  rank 1 '; }
+now_ns() { date +%s%N; }
+# by process name: the tmux server's command line names ringjob too
+ranks_gone() { ! pgrep -x ringjob >/dev/null; }
+
+# --- a stalled rank under the dashboard ---
+D=$TMP/tui.jsonl
+LOG=$TMP/tui.log
+t new-session -d -s nt -x 120 -y 36 \
+	"TERM=xterm-256color $NT run -t $THRESH --dump $D -- $RJ --ranks 4 --duration 60 --stall-rank 1 --stall-after 2 --stall-for 50; echo NT_EXIT=\$?; sleep 120"
+check dashboard_up "no dashboard: $(screen | head -3)" -- wait_for 10 screen_has "Ranks (4)"
+check header "header: $(screen | head -1)" -- wait_for 5 screen_has "ranks 4/4"
+check log_file "the job's output did not go to $LOG" -- wait_for 10 grep -q "STALL rank 1" "$LOG"
+t0=$(stall_ns "$LOG")
+wait_for $((THRESH + 3)) finding_shown
+t1=$(now_ns)
+check finding_on_screen "no STALL in the findings pane: $(screen | grep -A2 Findings)" -- finding_shown
+check finding_latency "on screen $(((t1 - t0) / 1000000)) ms after the stall (threshold ${THRESH}s, polled every 100 ms)" -- \
+	test -n "$t0" -a $((t1 - t0)) -le $(((THRESH + 1) * 1000000000 + 200000000))
+culprit=$(t capture-pane -p -e -t nt | grep -aF -- '! 1 ' | head -1)
+check culprit_marked "rank 1 row: $(screen | grep -F -- ' 1 ' | head -2)" -- test -n "$culprit"
+check culprit_red "rank 1 row is not red: $(printf %q "$culprit")" -- grep -qP '\e\[[0-9;]*31m' <<<"$culprit"
+check waiters_marked "no waiting rank marked" -- bash -c "tmux -S '$SOCK' capture-pane -p -t nt | grep -qE '^~ [023] '"
+check no_job_output_on_screen "the job's own lines reached the screen outside the log pane" -- \
+	bash -c "! tmux -S '$SOCK' capture-pane -p -t nt | head -20 | grep -q 'ringjob:'"
+check log_pane "the log pane does not show the job's output" -- screen_has "ringjob: STALL rank 1"
+# details and help
+t send-keys -t nt Tab Tab Enter
+check detail_view "no detail view: $(screen | head -4)" -- wait_for 3 screen_has "Evidence"
+t send-keys -t nt Escape '?'
+check help_view "no help" -- wait_for 3 screen_has "write a snapshot to the dump now"
+t send-keys -t nt Escape
+# a resize is followed
+t resize-window -t nt -x 90 -y 28
+check resize "the layout did not follow the resize" -- wait_for 3 bash -c \
+	"tmux -S '$SOCK' capture-pane -p -t nt | awk 'NR==28' | grep -q 'q quit'"
+# d writes a snapshot at once
+before=$(grep -c '"type":"snapshot"' "$D")
+t send-keys -t nt d
+check snapshot_key "no snapshot on d" -- wait_for 2 bash -c "[ \$(grep -c '\"type\":\"snapshot\"' '$D') -gt $before ]"
+# q asks, y stops the job; the terminal comes back
+t send-keys -t nt q
+check quit_asks "no question on q: $(screen | tail -1)" -- wait_for 3 screen_has "Stop the job too?"
+t send-keys -t nt y
+check quit_stops_job "nccltrace did not end after q, y: $(screen | tail -3)" -- wait_for 20 screen_has "NT_EXIT="
+check quit_exit_status "exit: $(screen | grep NT_EXIT)" -- bash -c "tmux -S '$SOCK' capture-pane -p -t nt | grep -qE 'NT_EXIT=(143|0|15)'"
+check terminal_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
+check summary_printed "no summary on the terminal: $(screen | tail -4)" -- screen_has "trace dump: $D; job output: $LOG"
+check findings_reprinted "the finding is not repeated on the terminal" -- screen_has "nccltrace: STALL  rank 1"
+check job_gone "ranks left behind: $(pgrep -ax ringjob | head -3)" -- wait_for 5 ranks_gone
+check dump_complete "no footer in the dump" -- jq_ok 'select(.type=="footer")' "$D"
+check log_owner_mode "log mode $(stat -c %a "$LOG")" -- test "$(stat -c %a "$LOG")" = 640
+t kill-session -t nt
+
+# --- q, n: stop tracing, leave the job running ---
+D=$TMP/detach.jsonl
+t new-session -d -s nt -x 100 -y 30 \
+	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; sleep 60"
+wait_for 10 screen_has "Ranks (2)"
+t send-keys -t nt q
+wait_for 3 screen_has "Stop the job too?"
+t send-keys -t nt n
+check detach_exit "nccltrace did not end on q, n: $(screen | tail -3)" -- wait_for 10 screen_has "NT_EXIT=0"
+check detach_job_runs "the job stopped with the tracer" -- pgrep -x ringjob >/dev/null
+check detach_said "not told the job goes on" -- screen_has "stopped tracing; the job (pid"
+check detach_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
+kill_leftovers
+t kill-session -t nt
+
+# --- --no-tui, and a terminal curses cannot drive: plain output, no log file ---
+D=$TMP/plain.jsonl
+t new-session -d -s nt -x 100 -y 30 \
+	"$NT run --no-tui --dump $D -- $RJ --ranks 2 --duration 2; echo NT_EXIT=\$?; sleep 60"
+check no_tui_plain "no plain output: $(screen | tail -3)" -- wait_for 15 screen_has "NT_EXIT=0"
+check no_tui_job_output "the job's output is not passed through" -- screen_has "ringjob: all 2 ranks finished"
+check no_tui_no_log "a log file was made" -- test ! -e "$TMP/plain.log"
+t kill-session -t nt
+D=$TMP/dumb.jsonl
+t new-session -d -s nt -x 100 -y 30 \
+	"TERM=dumb $NT run --dump $D -- $RJ --ranks 2 --duration 2; echo NT_EXIT=\$?; sleep 60"
+check dumb_falls_back "no fallback: $(screen | tail -4)" -- wait_for 15 screen_has "NT_EXIT=0"
+check dumb_says_why "not told why" -- screen_has "no dashboard: TERM is dumb; plain output"
+t kill-session -t nt

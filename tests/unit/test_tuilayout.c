@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "dashboard.h"
+#include "testutil.h"
+#include "tuilayout.h"
+
+static struct tui_rank ranks[4];
+static struct tui_conn conns[8];
+static struct tui_finding finding;
+static const char *const logl[] = {"epoch 1 loss 2.31", "epoch 2 loss 1.97"};
+
+/* 4 ranks, rank 1 the culprit, the others waiting; 8 connections; one open stall. */
+static struct tui_model model(void)
+{
+	struct tui_model m = {.elapsed_s = 12.5, .ranks_seen = 4, .ranks_expected = 4, .lost = 0};
+
+	snprintf(m.cmd, sizeof(m.cmd), "torchrun --nproc_per_node=4 train.py");
+	snprintf(m.mode, sizeof(m.mode), "tracepoint");
+	snprintf(m.dump, sizeof(m.dump), "/tmp/x.jsonl");
+	memset(ranks, 0, sizeof(ranks));
+	for (int r = 0; r < 4; r++) {
+		ranks[r].rank = r;
+		ranks[r].pid = 1000 + r;
+		snprintf(ranks[r].host, sizeof(ranks[r].host), "gpu-node-a");
+		ranks[r].state = r == 1 ? 'S' : 'R';
+		snprintf(ranks[r].phase, sizeof(ranks[r].phase), "%s",
+			 r == 1 ? "" : "proxy call in transport setup (ring)");
+		ranks[r].in_phase_s = r == 1 ? -1 : 6.2;
+		snprintf(ranks[r].colls, sizeof(ranks[r].colls), "AllReduce %d",
+			 r == 1 ? 1042 : 1043);
+		ranks[r].progress_age_s = 6.1;
+		ranks[r].culprit = r == 1;
+		ranks[r].waiting = r != 1;
+	}
+	memset(conns, 0, sizeof(conns));
+	for (int i = 0; i < 8; i++) {
+		snprintf(conns[i].from, sizeof(conns[i].from), "rank %d", i % 4);
+		snprintf(conns[i].to, sizeof(conns[i].to), "rank %d", (i + 1) % 4);
+		snprintf(conns[i].label, sizeof(conns[i].label), "net (net connect)");
+		conns[i].tx_bps = i * 1e6;
+		conns[i].age_s = i;
+		conns[i].eagain_ps = i == 3 ? 500000 : 0;
+		conns[i].waiting = i == 5;
+	}
+	memset(&finding, 0, sizeof(finding));
+	snprintf(finding.kind, sizeof(finding.kind), "STALL");
+	finding.open = true;
+	finding.since_s = 6.0;
+	snprintf(finding.summary, sizeof(finding.summary),
+		 "rank 1 has not launched AllReduce #1043 on comm 9f3c; ranks 0,2,3 wait in it");
+	snprintf(finding.evidence[0], sizeof(finding.evidence[0]), "/proc/1001/stat state S");
+	snprintf(finding.evidence[1], sizeof(finding.evidence[1]),
+		 "rank 0 launched AllReduce 1043");
+	finding.nevidence = 2;
+	snprintf(finding.hyp[0], sizeof(finding.hyp[0]), "rank 1 is not inside NCCL");
+	finding.nhyp = 1;
+	snprintf(finding.settings, sizeof(finding.settings), "NCCL_NET unset");
+	m.ranks = ranks;
+	m.nranks = 4;
+	m.conns = conns;
+	m.nconns = 8;
+	m.findings = &finding;
+	m.nfindings = 1;
+	m.log = logl;
+	m.nlog = 2;
+	return m;
+}
+
+/* The first row containing s, or -1. */
+static int row_with(const struct tui_frame *f, const char *s)
+{
+	char buf[512];
+
+	for (int y = 0; y < f->h; y++)
+		if (strstr(tui_frame_row(f, y, buf, sizeof(buf)), s))
+			return y;
+	return -1;
+}
+
+static void layout(const struct tui_model *m, const struct tui_state *st, struct tui_frame *f,
+		   int w, int h)
+{
+	assert_int_equal(tui_frame_alloc(f, w, h), 0);
+	tui_layout(m, st, f);
+}
+
+static void check_main(int w, int h)
+{
+	struct tui_model m = model();
+	struct tui_state st = {0};
+	struct tui_frame f;
+	char buf[512];
+	int y;
+
+	layout(&m, &st, &f, w, h);
+	assert_true(row_with(&f, " nccltrace  12.5s  ranks 4/4  tracepoint") == 0);
+	assert_true(strstr(tui_frame_row(&f, h - 1, buf, sizeof(buf)), "q quit  p pause") != NULL);
+	/* the culprit's row: marked, and highlighted across the frame */
+	y = row_with(&f, "! 1 ");
+	assert_true(y > 0);
+	assert_int_equal(f.attr[(size_t)y * w], TA_CULPRIT);
+	assert_int_equal(f.attr[(size_t)y * w + w - 1], TA_CULPRIT);
+	y = row_with(&f, "~ 0 ");
+	assert_true(y > 0);
+	assert_int_equal(f.attr[(size_t)y * w + 2], TA_WAITING);
+	assert_true(row_with(&f, "AllReduce 1042") > 0);
+	assert_true(row_with(&f, "Connections (8), worst first") > 0);
+	/* the finding, not selected while its pane has no focus */
+	assert_true(row_with(&f, "  STALL 6.0s  rank 1 has not launched") > 0);
+	assert_true(row_with(&f, "likely: rank 1 is not inside NCCL") > 0);
+	assert_true(row_with(&f, "epoch 2 loss 1.97") > 0);
+	/* panes in order, none past the key bar */
+	assert_true(row_with(&f, "Ranks (4)") < row_with(&f, "Connections (8)"));
+	assert_true(row_with(&f, "Connections (8)") < row_with(&f, "Findings (1 open"));
+	assert_true(row_with(&f, "Findings (1 open") < row_with(&f, "Job output"));
+	assert_true(row_with(&f, "Job output") < h - 1);
+	tui_frame_free(&f);
+}
+
+static void test_main_80x24(void **state)
+{
+	(void)state;
+	check_main(80, 24);
+}
+
+static void test_main_200x60(void **state)
+{
+	struct tui_model m = model();
+	struct tui_state st = {0};
+	struct tui_frame f;
+
+	(void)state;
+	check_main(200, 60);
+	/* wide: the whole phase, every connection */
+	layout(&m, &st, &f, 200, 60);
+	assert_true(row_with(&f, "proxy call in transport setup (ring)") > 0);
+	assert_true(row_with(&f, "rank 3   rank 0") > 0);
+	tui_frame_free(&f);
+}
+
+static void test_small_and_views(void **state)
+{
+	struct tui_model m = model();
+	struct tui_state st = {0};
+	struct tui_frame f;
+
+	(void)state;
+	layout(&m, &st, &f, 40, 8);
+	assert_true(row_with(&f, "terminal too small (40x8)") == 1);
+	tui_frame_free(&f);
+	st.view = VIEW_DETAIL;
+	layout(&m, &st, &f, 80, 24);
+	assert_true(row_with(&f, "STALL, open for 6.0s") > 0);
+	assert_true(row_with(&f, "Evidence") > 0);
+	assert_true(row_with(&f, "rank 0 launched AllReduce 1043") > 0);
+	assert_true(row_with(&f, "Likely causes") > 0);
+	assert_true(row_with(&f, "NCCL_NET unset") > 0);
+	assert_true(row_with(&f, "Esc/Enter back") == 23);
+	tui_frame_free(&f);
+	st.view = VIEW_HELP;
+	layout(&m, &st, &f, 80, 24);
+	assert_true(row_with(&f, "Keys") == 1);
+	assert_true(row_with(&f, "d          write a snapshot") > 0);
+	tui_frame_free(&f);
+	st.view = VIEW_MAIN;
+	st.confirm_quit = true;
+	st.paused = true;
+	layout(&m, &st, &f, 120, 30);
+	assert_true(row_with(&f, "Stop the job too?  y: stop it") == 29);
+	assert_true(row_with(&f, "PAUSED") == 0);
+	tui_frame_free(&f);
+}
+
+static void test_scroll_and_sort(void **state)
+{
+	struct tui_model m = model();
+	struct tui_state st = {.focus = PANE_CONNS};
+	struct tui_frame f;
+
+	(void)state;
+	/* scrolled past the end: the last rows stay in view */
+	st.scroll[PANE_CONNS] = 100;
+	layout(&m, &st, &f, 80, 24);
+	assert_true(row_with(&f, "> Connections") > 0);
+	st.focus = PANE_FINDINGS;
+	tui_layout(&m, &st, &f);
+	assert_true(row_with(&f, "> STALL 6.0s") > 0);
+	assert_true(row_with(&f, "rank 3   rank 0") > 0);
+	tui_frame_free(&f);
+	tui_sort_conns(conns, 8, SORT_RATE);
+	assert_true(conns[0].tx_bps == 7e6 && conns[7].tx_bps == 0);
+	tui_sort_conns(conns, 8, SORT_EAGAIN);
+	assert_true(conns[0].eagain_ps == 500000);
+	tui_sort_conns(conns, 8, SORT_WORST);
+	assert_true(conns[0].waiting);
+	assert_true(conns[1].age_s == 7);
+	assert_string_equal(tui_sort_name(SORT_RATE), "busiest");
+}
+
+/* The dashboard's model from an engine snapshot: order, roles, rates between snapshots. */
+static void no_event(void *ctx, enum finding_event ev, const struct tracked_finding *t)
+{
+	(void)ctx;
+	(void)ev;
+	(void)t;
+}
+
+static void test_dashboard_model(void **state)
+{
+	struct snap_proc p[3];
+	struct snap_conn c[2];
+	struct snapshot s = {
+		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 2};
+	struct findings fs;
+	struct finding f = {.kind = FINDING_STALL,
+			    .pid = 102,
+			    .rank = 1,
+			    .nwaiters = 1,
+			    .waiters = {101},
+			    .since_ns = 4 * NT_NSEC_PER_SEC};
+	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
+				  .active_window_ns = NT_NSEC_PER_SEC};
+	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
+	struct dashboard *d = dashboard__new();
+	const struct tui_model *m;
+
+	(void)state;
+	memset(p, 0, sizeof(p));
+	memset(c, 0, sizeof(c));
+	/* the launcher (no rank, no connection), rank 1 and rank 0, in that order */
+	p[0] = (struct snap_proc){.pid = 100, .rank = -1, .state = 'S'};
+	p[1] = (struct snap_proc){.pid = 102, .rank = 1, .state = 'S', .world_size = 2};
+	p[2] = (struct snap_proc){.pid = 101, .rank = 0, .state = 'R', .world_size = 2};
+	c[0].id = 1;
+	c[0].pid = 101;
+	c[0].peer_pid = 102;
+	c[0].c.t = test_tuple(AF_INET, "127.0.0.1", 1, "127.0.0.1", 2);
+	c[0].c.bytes_sent = 1000;
+	c[0].c.last_send_ns = 3 * NT_NSEC_PER_SEC;
+	c[0].c.state = 1;
+	c[0].nccl_label = "net (net connect)";
+	c[1] = c[0];
+	c[1].id = 2;
+	c[1].closed = true;
+	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
+	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_non_null(m);
+	assert_int_equal(m->nranks, 2); /* the launcher has nothing to show */
+	assert_int_equal(m->ranks[0].rank, 0);
+	assert_true(m->ranks[0].waiting && !m->ranks[0].culprit);
+	assert_true(m->ranks[1].culprit);
+	assert_int_equal(m->ranks_seen, 2);
+	assert_int_equal(m->ranks_expected, 2);
+	assert_int_equal(m->nconns, 1); /* closed ones are gone */
+	assert_string_equal(m->conns[0].to, "rank 1");
+	assert_string_equal(m->conns[0].label, "net (net connect)");
+	assert_true(m->conns[0].age_s == 7.0);
+	assert_true(m->conns[0].tx_bps == 0); /* no previous snapshot yet */
+	assert_int_equal(m->nfindings, 1);
+	assert_string_equal(m->findings[0].kind, "STALL");
+	assert_true(m->findings[0].since_s == 6.0);
+	/* one second later, 1 MB more: 1 MB/s */
+	s.now_ns += NT_NSEC_PER_SEC;
+	c[0].c.bytes_sent += 1000000;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
+	findings_free(&fs);
+	dashboard__free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_main_80x24),	cmocka_unit_test(test_main_200x60),
+		cmocka_unit_test(test_small_and_views), cmocka_unit_test(test_scroll_and_sort),
+		cmocka_unit_test(test_dashboard_model),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

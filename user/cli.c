@@ -17,6 +17,7 @@ const char cli_main_help[] =
 	"  report [--json] DUMP             summarise a trace dump\n"
 	"  probes LIB                       what nccltrace can probe in an NCCL library\n"
 	"  doctor [DUMP... | -- CMD...]     lint the NCCL/PyTorch environment\n"
+	"  convert DUMP -o TRACE.json       the dump as a Perfetto / Chrome trace\n"
 	"  version                          print the version\n"
 	"\n"
 	"Examples:\n"
@@ -63,17 +64,22 @@ const char cli_run_help[] =
 	"      --duration 12 --stall-rank 1 --stall-after 3 --stall-for 6\n";
 
 const char cli_report_help[] =
-	"Usage: nccltrace report [--json] DUMP\n"
+	"Usage: nccltrace report [--json | --html OUT] DUMP\n"
 	"\n"
-	"Summarise a trace dump written by 'nccltrace run': the findings with their evidence.\n"
+	"Summarise a trace dump written by 'nccltrace run': what ran, the findings with their\n"
+	"evidence, likely causes and settings, each rank's timeline of NCCL phases, its\n"
+	"connections and how it ended, and the events lost.\n"
 	"\n"
 	"Options:\n"
-	"  --json      print {\"findings\":[...]} (kind, rank, peer_rank, phase, since_s,\n"
-	"              summary, evidence, settings)\n"
+	"  --json      print {\"findings\":[...], \"ranks\":[...]} (each finding: kind, rank,\n"
+	"              peer_rank, phase, since_s, summary, evidence, settings, hypotheses)\n"
+	"  --html OUT  write a self-contained HTML timeline to OUT (no external resources):\n"
+	"              one row per rank, phases coloured, stalls marked, findings listed\n"
 	"  -h, --help  this help\n"
 	"\n"
-	"Example:\n"
-	"  nccltrace report --json /tmp/ring.jsonl\n";
+	"Examples:\n"
+	"  nccltrace report --json /tmp/ring.jsonl\n"
+	"  nccltrace report --html /tmp/ring.html /tmp/ring.jsonl\n";
 
 const char cli_probes_help[] =
 	"Usage: nccltrace probes [--no-cache] LIB\n"
@@ -90,6 +96,23 @@ const char cli_probes_help[] =
 	"\n"
 	"Example:\n"
 	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n";
+
+const char cli_convert_help[] =
+	"Usage: nccltrace convert DUMP -o TRACE.json\n"
+	"\n"
+	"Write the dump as Chrome trace-event JSON, which https://ui.perfetto.dev and\n"
+	"chrome://tracing open: one process per rank, one track per thread; NCCL phases as\n"
+	"slices, nested on each thread; collectives (recorded with run --collectives) as async\n"
+	"slices from a rank's launch to the last rank's launch of the same one, which is how long\n"
+	"it waited for the others; TCP bytes/s and collective counts as counters; findings and\n"
+	"process events as instant markers.\n"
+	"\n"
+	"Options:\n"
+	"  -o, --output PATH  the trace to write (replaced if it exists)\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"Example:\n"
+	"  nccltrace convert /tmp/ring.jsonl -o /tmp/ring.trace.json\n";
 
 const char cli_doctor_help[] =
 	"Usage: nccltrace doctor [--json] [--nccl-lib LIB] [DUMP... | -- CMD [ARGS...]]\n"
@@ -258,16 +281,18 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t e
 }
 
 /*
- * The options report and doctor share: --json and -h, and --nccl-lib where nccl_lib is given.
+ * The options report and doctor share: --json and -h; --nccl-lib and --html where asked for.
  * Returns 0 (optind at the first operand), 1 for --help, -1 with err.
  */
 static int parse_shared(int argc, char **argv, const char *shortopts, bool *json,
-			const char **nccl_lib, bool *help, char *err, size_t errlen)
+			const char **nccl_lib, const char **html, bool *help, char *err,
+			size_t errlen)
 {
-	enum { OPT_JSON = 256, OPT_NCCL_LIB };
+	enum { OPT_JSON = 256, OPT_NCCL_LIB, OPT_HTML };
 	static const struct option longopts[] = {
 		{"json", no_argument, NULL, OPT_JSON},
 		{"nccl-lib", required_argument, NULL, OPT_NCCL_LIB},
+		{"html", required_argument, NULL, OPT_HTML},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
@@ -287,6 +312,17 @@ static int parse_shared(int argc, char **argv, const char *shortopts, bool *json
 			}
 			*nccl_lib = optarg;
 			break;
+		case OPT_HTML:
+			if (!html) {
+				snprintf(err, errlen, "unknown option '--html'");
+				return -1;
+			}
+			if (!*optarg) {
+				snprintf(err, errlen, "--html needs a non-empty path");
+				return -1;
+			}
+			*html = optarg;
+			break;
 		case 'h':
 			*help = true;
 			return 1;
@@ -303,7 +339,7 @@ int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, si
 	int r;
 
 	memset(o, 0, sizeof(*o));
-	r = parse_shared(argc, argv, ":h", &o->json, NULL, &o->help, err, errlen);
+	r = parse_shared(argc, argv, ":h", &o->json, NULL, &o->html, &o->help, err, errlen);
 	if (r)
 		return r < 0 ? -1 : 0;
 	if (optind >= argc) {
@@ -325,7 +361,7 @@ int cli_parse_doctor(int argc, char **argv, struct doctor_opts *o, char *err, si
 
 	memset(o, 0, sizeof(*o));
 	/* '+': stop at the first operand, so a command's own options stay its own */
-	r = parse_shared(argc, argv, "+:h", &o->json, &o->nccl_lib, &o->help, err, errlen);
+	r = parse_shared(argc, argv, "+:h", &o->json, &o->nccl_lib, NULL, &o->help, err, errlen);
 	if (r)
 		return r < 0 ? -1 : 0;
 	if (optind > 1 && !strcmp(argv[optind - 1], "--")) {

@@ -37,6 +37,7 @@ struct run_opts {
 
 struct report_opts {
 	bool json;
+	const char *html; /* --html OUT: write a self-contained HTML timeline there */
 	const char *path;
 	bool help;
 };
@@ -66,5 +67,6 @@ extern const char cli_main_help[];
 extern const char cli_report_help[];
 extern const char cli_probes_help[];
 extern const char cli_doctor_help[];
+extern const char cli_convert_help[];
 
 #endif /* NT_CLI_H */

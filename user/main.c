@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "convert.h"
 #include "doctor.h"
 #include "nccllib.h"
 #include "report.h"
@@ -19,6 +20,8 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "report"))
 		return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "convert"))
+		return convert_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "doctor"))
 		return doctor_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probes"))

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
 #include "cli.h"
+#include "convert.h"
 #include "dump.h"
+#include "dumpconns.h"
+#include "fmt.h"
+#include "html.h"
 #include "report.h"
 
 struct collect {
@@ -83,8 +88,11 @@ json_t *report_findings(const char *path, char *err, size_t errlen)
 	out = json_object();
 	json_object_set_new(out, "findings", c.findings);
 	json_object_set_new(out, "complete", json_boolean(c.footer != NULL));
-	if (c.header)
+	if (c.header) {
 		json_object_set(out, "cmd", json_object_get(c.header, "cmd"));
+		json_object_set(out, "host", json_object_get(c.header, "host"));
+		json_object_set(out, "start_ns", json_object_get(c.header, "start_ns"));
+	}
 	if (c.footer) {
 		json_object_set(out, "exit_status", json_object_get(c.footer, "exit_status"));
 		json_object_set(out, "lost", json_object_get(c.footer, "lost"));
@@ -120,6 +128,173 @@ static void print_settings(json_t *set)
 		printf("\n");
 }
 
+/* Per rank: its connections and bytes (last counts per connection), how it ended. */
+struct rank_ctx {
+	json_t *ranks; /* [{rank, pid, ...}] */
+	struct dump_conns conns;
+};
+
+static json_t *rank_entry(json_t *ranks, int pid)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(ranks, i,
+			   v) if (json_integer_value(json_object_get(v, "pid")) == pid) return v;
+	return NULL;
+}
+
+static int collect_ranks(void *ctx, json_t *rec, int line)
+{
+	struct rank_ctx *c = ctx;
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	(void)line;
+	if (!type)
+		return 0;
+	if (!strcmp(type, "rank") && json_is_integer(json_object_get(rec, "rank"))) {
+		json_array_append_new(c->ranks,
+				      json_pack("{s:O,s:O}", "rank", json_object_get(rec, "rank"),
+						"pid", json_object_get(rec, "pid")));
+	} else if (!strcmp(type, "proc") &&
+		   !strcmp(json_string_value(json_object_get(rec, "event")) ?: "", "exit")) {
+		json_t *r =
+			rank_entry(c->ranks, (int)json_integer_value(json_object_get(rec, "pid")));
+		char how[48];
+
+		if (!r)
+			return 0;
+		if (json_is_integer(json_object_get(rec, "signal")))
+			snprintf(how, sizeof(how), "killed by signal %lld",
+				 (long long)json_integer_value(json_object_get(rec, "signal")));
+		else
+			snprintf(how, sizeof(how), "exited with status %lld",
+				 (long long)json_integer_value(json_object_get(rec, "exit_code")));
+		json_object_set_new(r, "ended", json_string(how));
+		json_object_set(r, "ended_ns", json_object_get(rec, "ts_ns"));
+	} else if (!strcmp(type, "snapshot")) {
+		dump_conns_update(&c->conns, rec);
+	}
+	return 0;
+}
+
+/* The top-level NCCL phases of each rank's main thread, from the converted trace. */
+static void add_timelines(json_t *ranks, json_t *trace, uint64_t start)
+{
+	json_t *ev = json_object_get(trace, "traceEvents"), *e, *r;
+	size_t i, k;
+
+	json_array_foreach(ranks, k, r)
+	{
+		json_t *tl = json_array();
+		double end = -1;
+
+		json_array_foreach(ev, i, e)
+		{
+			double ts = json_number_value(json_object_get(e, "ts"));
+			double dur = json_number_value(json_object_get(e, "dur"));
+
+			if (strcmp(json_string_value(json_object_get(e, "ph")), "X") ||
+			    json_integer_value(json_object_get(e, "pid")) !=
+				    json_integer_value(json_object_get(r, "rank")) ||
+			    json_integer_value(json_object_get(e, "tid")) !=
+				    json_integer_value(json_object_get(r, "pid")) ||
+			    ts < end)
+				continue;
+			end = ts + dur;
+			json_array_append_new(tl, json_pack("{s:O,s:f,s:f}", "phase",
+							    json_object_get(e, "name"), "start_s",
+							    ts / 1e6, "dur_s", dur / 1e6));
+		}
+		json_object_set_new(r, "timeline", tl);
+		if (json_is_integer(json_object_get(r, "ended_ns"))) {
+			json_object_set_new(r, "ended_s",
+					    json_real((double)(json_integer_value(json_object_get(
+								       r, "ended_ns")) -
+							       (json_int_t)start) /
+						      1e9));
+			json_object_del(r, "ended_ns");
+		}
+	}
+}
+
+/* Ranks with their timelines and connection totals; NULL with err on a bad dump. */
+static json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
+{
+	struct rank_ctx c = {.ranks = json_array()};
+	json_t *trace, *r;
+	size_t i;
+
+	if (dump_read(path, collect_ranks, &c, err, errlen)) {
+		json_decref(c.ranks);
+		dump_conns_free(&c.conns);
+		return NULL;
+	}
+	json_array_foreach(c.ranks, i, r)
+	{
+		struct dump_conn_sum sum =
+			dump_conns_of(&c.conns, (int)json_integer_value(json_object_get(r, "pid")));
+
+		json_object_set_new(r, "connections", json_integer(sum.conns));
+		json_object_set_new(r, "bytes_sent", json_integer(sum.sent));
+		json_object_set_new(r, "bytes_recv", json_integer(sum.recv));
+		json_object_set_new(r, "retrans", json_integer(sum.retrans));
+	}
+	dump_conns_free(&c.conns);
+	trace = convert_dump(path, err, errlen);
+	if (!trace) {
+		json_decref(c.ranks);
+		return NULL;
+	}
+	add_timelines(c.ranks, trace,
+		      (uint64_t)json_integer_value(json_object_get(header, "start_ns")));
+	json_decref(trace);
+	return c.ranks;
+}
+
+static void print_ranks(json_t *ranks)
+{
+	size_t i, j;
+	json_t *r, *p;
+
+	if (!json_array_size(ranks))
+		return;
+	printf("\nranks:\n");
+	json_array_foreach(ranks, i, r)
+	{
+		char sb[16], rb[16];
+
+		printf("  rank %lld (pid %lld): %lld connections, %s sent, %s received, %lld "
+		       "retransmits%s%s\n",
+		       (long long)json_integer_value(json_object_get(r, "rank")),
+		       (long long)json_integer_value(json_object_get(r, "pid")),
+		       (long long)json_integer_value(json_object_get(r, "connections")),
+		       fmt_bytes(json_integer_value(json_object_get(r, "bytes_sent")), sb,
+				 sizeof(sb)),
+		       fmt_bytes(json_integer_value(json_object_get(r, "bytes_recv")), rb,
+				 sizeof(rb)),
+		       (long long)json_integer_value(json_object_get(r, "retrans")),
+		       json_object_get(r, "ended") ? "; " : "",
+		       json_string_value(json_object_get(r, "ended")) ?: "");
+		json_array_foreach(json_object_get(r, "timeline"), j, p)
+		{
+			if (j == 12) {
+				printf("      ... %zu more\n",
+				       json_array_size(json_object_get(r, "timeline")) - 12);
+				break;
+			}
+			printf("      %8.3fs  %-44s %.3fs\n",
+			       json_number_value(json_object_get(p, "start_s")),
+			       json_string_value(json_object_get(p, "phase")),
+			       json_number_value(json_object_get(p, "dur_s")));
+		}
+		if (json_is_number(json_object_get(r, "ended_s")))
+			printf("      %8.3fs  %s\n",
+			       json_number_value(json_object_get(r, "ended_s")),
+			       json_string_value(json_object_get(r, "ended")));
+	}
+}
+
 static void print_text(json_t *r)
 {
 	json_t *fs = json_object_get(r, "findings"), *f, *cmd = json_object_get(r, "cmd"), *e;
@@ -148,6 +323,7 @@ static void print_text(json_t *r)
 			printf("    %s %s\n", j ? "or:" : "likely:", json_string_value(e));
 		print_settings(json_object_get(f, "settings"));
 	}
+	print_ranks(json_object_get(r, "ranks"));
 	if (json_object_get(r, "lost")) {
 		json_t *lost = json_object_get(r, "lost");
 
@@ -178,9 +354,28 @@ int report_main(int argc, char **argv)
 		return EXIT_NOINPUT;
 	}
 	r = report_findings(o.path, err, sizeof(err));
+	if (r) {
+		json_t *ranks = report_ranks(o.path, r, err, sizeof(err));
+
+		if (ranks)
+			json_object_set_new(r, "ranks", ranks);
+		else
+			json_decref(r), r = NULL;
+	}
 	if (!r) {
 		fprintf(stderr, "nccltrace: %s\n", err);
 		return EXIT_DATAERR;
+	}
+	if (o.html) {
+		int rc = html_write(o.html, r, o.path, err, sizeof(err));
+
+		if (rc)
+			fprintf(stderr, "nccltrace: %s\n", err);
+		else
+			printf("%s written: open it in a browser (it needs nothing else)\n",
+			       o.html);
+		json_decref(r);
+		return rc;
 	}
 	if (o.json) {
 		json_dumpf(r, stdout, JSON_INDENT(1));

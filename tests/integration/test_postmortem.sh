@@ -1,0 +1,90 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Post-mortem on a real dump (the fake NCCL job, a rank stalled in the middle of its
+# collectives, --collectives): the text report's rank timelines, the Perfetto trace (valid,
+# complete, slices never overlapping on a track, in time order), and the HTML timeline rendered
+# by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row).
+. "$(dirname "$0")/lib.sh"
+
+NJ=$ROOT/build/nccljob
+if ! why=$(bpf_usable); then
+	skip postmortem "BPF not usable here: $why"
+	exit 0
+fi
+D=$TMP/pm.jsonl
+"$NT" run --no-tui -t 2 --collectives --dump "$D" -- "$NJ" --ranks 3 --iters 20 \
+	--fault in-collective --fault-rank 1 --fault-for 3 >/dev/null 2>&1
+
+# --- report: what ran, findings, each rank's timeline and connections ---
+out=$("$NT" report "$D")
+check report_ranks "no ranks section: $(tail -5 <<<"$out")" -- grep -q '^ranks:$' <<<"$out"
+for r in 0 1 2; do
+	check "report_rank${r}_timeline" "rank $r has no init in its timeline" -- \
+		bash -c "sed -n '/^  rank $r /,/^  rank /p' <<<\"\$1\" | grep -qE '^ +[0-9.]+s  init '" _ "$out"
+done
+check report_conns "no connection totals" -- grep -qE '^  rank 1 \(pid [0-9]+\): [1-9][0-9]* connections, [0-9.]+ MiB sent' <<<"$out"
+json=$("$NT" report --json "$D")
+check report_json_ranks "no ranks in --json" -- jqe '(.ranks | length == 3) and (.ranks[0].timeline | length > 0) and (.findings | length == 1)' <<<"$json"
+
+# --- convert: Chrome trace-event JSON for Perfetto ---
+T=$TMP/pm.trace.json
+out=$("$NT" convert "$D" -o "$T")
+check convert_runs "$out" -- test -s "$T"
+check convert_valid "not JSON with traceEvents" -- jqe '.traceEvents | length > 50' "$T"
+check convert_fields "an event without ph/name/pid/tid/ts" -- \
+	jqe '[.traceEvents[] | select((.ph|type)!="string" or (.name|type)!="string" or (.pid|type)!="number" or (.tid|type)!="number" or (.ts|type)!="number")] | length == 0' "$T"
+check convert_time_order "timestamps go back" -- \
+	jqe '[.traceEvents[].ts] as $t | [range(1; $t|length) | select($t[.] < $t[.-1])] | length == 0' "$T"
+check convert_rank_names "no process per rank" -- \
+	jqe '[.traceEvents[] | select(.ph=="M" and .name=="process_name") | .args.name | select(test("^rank [0-2] "))] | length == 3' "$T"
+check convert_phases "no NCCL phase slices" -- \
+	jqe '[.traceEvents[] | select(.ph=="X" and .name=="init")] | length == 3' "$T"
+check convert_nesting "slices overlap on a track" -- jqe '
+	[.traceEvents[] | select(.ph=="X")] | group_by([.pid, .tid])[] as $g |
+	[range(0; $g|length) as $i | range(0; $g|length) as $j | select($i < $j) |
+	 ($g[$i]) as $a | ($g[$j]) as $b |
+	 select(($a.ts + $a.dur > $b.ts and $b.ts + $b.dur > $a.ts) and
+	        ((($a.ts <= $b.ts and $b.ts + $b.dur <= $a.ts + $a.dur) or
+	          ($b.ts <= $a.ts and $a.ts + $a.dur <= $b.ts + $b.dur)) | not))] | length == 0' "$T"
+check convert_collectives "collectives are not async slices: one per rank and launch" -- \
+	jqe '([.traceEvents[] | select(.ph=="b" and .cat=="collective")] | length == 60) and
+	     ([.traceEvents[] | select(.ph=="e" and .cat=="collective")] | length == 60)' "$T"
+# rank 0 and 2 waited for rank 1's late launch: their slice of that one lasts the stall
+check convert_wait_slice "no collective slice as long as the stall" -- jqe '
+	[.traceEvents[] | select(.cat=="collective")] | group_by(.id)[] | select(length == 2) |
+	(.[1].ts - .[0].ts) | select(. > 2500000)' "$T"
+check convert_counters "no byte-rate or collective counters" -- \
+	jqe '([.traceEvents[] | select(.ph=="C" and .name=="TCP MB/s sent")] | length > 0) and
+	     ([.traceEvents[] | select(.ph=="C" and (.name|startswith("collectives, comm")))] | length > 0)' "$T"
+check convert_finding "no finding marker on rank 1" -- \
+	jqe '[.traceEvents[] | select(.ph=="i" and .name=="stall opened" and .pid==1)] | length == 1' "$T"
+# errors: one line, sysexits
+err=$("$NT" convert "$TMP/missing.jsonl" -o "$TMP/x.json" 2>&1)
+check convert_missing "exit $?: $err" -- test $? -eq 66
+{ head -3 "$D"; echo '{"type": broken'; } >"$TMP/corrupt.jsonl"
+err=$("$NT" convert "$TMP/corrupt.jsonl" -o "$TMP/x.json" 2>&1)
+rc=$?
+check convert_corrupt "exit $rc: $err" -- test $rc -eq 65 -a "$(wc -l <<<"$err")" -eq 1
+err=$("$NT" convert "$D" 2>&1)
+check convert_no_output "exit $?: $err" -- test $? -eq 64
+
+# --- the HTML timeline, in a real browser ---
+H=$TMP/pm.html
+out=$("$NT" report --html "$H" "$D")
+check html_written "$out" -- test -s "$H"
+check html_self_contained "the page loads something from elsewhere" -- \
+	bash -c "! grep -qiE '(src|href)=\"(https?:)?//' '$H'"
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+if [ -z "$CHROMIUM" ]; then
+	skip html_rendered "no chromium here (scripts/install-deps.sh installs it)"
+	exit 0
+fi
+dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H" 2>/dev/null)
+check html_rows "rows in the rendered page: $(grep -o 'class="row" data-rank="[0-9]*"' <<<"$dom" | tr '\n' ' ')" -- \
+	test "$(grep -o 'class="row" data-rank="[0-9]*"' <<<"$dom" | tr '\n' ' ')" = 'class="row" data-rank="0" class="row" data-rank="1" class="row" data-rank="2" '
+check html_stall_on_culprit "the stall is not on rank 1's row" -- \
+	bash -c "sed 's/class=\"row\"/\n&/g' <<<\"\$1\" | grep '^class=\"row\" data-rank=\"1\"' | grep -q 'class=\"stall\"'" _ "$dom"
+check html_stall_not_elsewhere "a stall on another rank's row" -- \
+	bash -c "! sed 's/class=\"row\"/\n&/g' <<<\"\$1\" | grep -E '^class=\"row\" data-rank=\"[02]\"' | grep -q 'class=\"stall\"'" _ "$dom"
+check html_phases "no phase slices drawn" -- test "$(grep -o 'class="slice"' <<<"$dom" | wc -l)" -ge 9
+check html_finding "the finding is not listed" -- grep -q 'STALL rank 1' <<<"$dom"

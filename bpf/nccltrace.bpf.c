@@ -754,11 +754,16 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 	st = bpf_map_lookup_elem(&phases, &tid);
 	if (!o || !st || st->depth == 0)
 		return 0;
-	d = --st->depth;
+	d = st->depth - 1;
+	/*
+	 * A return whose entry was not seen (attached mid-call) belongs to no frame: the frame
+	 * on top is its caller's, which stays. Past the frames kept, returns pair by count.
+	 */
+	if (d < NT_PHASE_DEPTH && st->f[d].probe != probe)
+		return 0;
+	st->depth = d;
 	if (d < NT_PHASE_DEPTH)
 		__builtin_memcpy(&fr, &st->f[d], sizeof(fr));
-	if (fr.probe != probe)
-		fr.probe = 0; /* the entry was missed (probe attached mid-call): no arguments */
 	if (probe == NT_P_DEBUG_LOG && (fr.args[0] != 2 || !o->lasterr_delta))
 		return 0; /* only warnings are told */
 	e = nccl_event(id, probe, lib, true);

@@ -412,7 +412,9 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		}
 		t->depth++;
 	} else if (t && e->ret && t->depth > 0) {
-		t->depth--;
+		/* the same rule as BPF's: only the frame of this very probe is left */
+		if (t->depth > NT_PHASE_DEPTH || t->probe[t->depth - 1] == e->probe)
+			t->depth--;
 	}
 	o = base_record(e, "nccl");
 	json_object_set_new(o, "event", json_string(e->ret ? "exit" : "enter"));

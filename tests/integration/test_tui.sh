@@ -102,6 +102,18 @@ check detach_restored "still in the alternate screen" -- test "$(t display -p -t
 kill_leftovers
 t kill-session -t nt
 
+# --- SIGTERM to nccltrace: forwarded to the job, the terminal given back ---
+D=$TMP/term.jsonl
+t new-session -d -s nt -x 100 -y 30 \
+	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; sleep 60"
+wait_for 10 screen_has "Ranks (2)"
+pkill -TERM -f "^$NT run --dump $D"
+check sigterm_exit "nccltrace did not end on SIGTERM: $(screen | tail -3)" -- wait_for 10 screen_has "NT_EXIT="
+check sigterm_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
+check sigterm_job_gone "the job outlived SIGTERM" -- wait_for 5 ranks_gone
+check sigterm_dump_complete "no footer" -- jq_ok 'select(.type=="footer")' "$D"
+t kill-session -t nt
+
 # --- --no-tui, and a terminal curses cannot drive: plain output, no log file ---
 D=$TMP/plain.jsonl
 t new-session -d -s nt -x 100 -y 30 \

@@ -38,6 +38,7 @@ struct launch {
 };
 
 struct conv {
+	bool phases_only; /* for report: the slices and names, nothing else */
 	json_t *ev;
 	uint64_t start, end;
 	bool header;
@@ -138,7 +139,12 @@ static void on_phase(struct conv *c, json_t *rec, uint64_t ts)
 	/* probes without a return are instants; a launch is kept for the collectives' slices */
 	if (!strcmp(probe, "enqueue") || !strcmp(probe, "comm_destroy") ||
 	    !strcmp(probe, "comm_abort")) {
-		json_t *e = event(c, "i", phase, pid, tid, ts), *a = json_deep_copy(rec);
+		json_t *e, *a;
+
+		if (c->phases_only)
+			return;
+		e = event(c, "i", phase, pid, tid, ts);
+		a = json_deep_copy(rec);
 
 		json_object_set_new(e, "s", json_string("t"));
 		json_object_set_new(e, "cat", json_string("nccl"));
@@ -322,6 +328,8 @@ static int on_record(void *ctx, json_t *rec, int line)
 		json_object_set_new(e, "args", json_pack("{s:s}", "name", role ? role : "nccl"));
 	} else if (!strcmp(type, "nccl")) {
 		on_phase(c, rec, ts);
+	} else if (c->phases_only) {
+		/* nothing else wanted */
 	} else if (!strcmp(type, "snapshot")) {
 		on_snapshot(c, rec, ts);
 	} else if (!strcmp(type, "finding")) {
@@ -347,27 +355,43 @@ static int on_record(void *ctx, json_t *rec, int line)
  * A collective on rank r: from its launch until the last rank launched the same one (the
  * earliest it can finish): how long this rank waited for the others.
  */
+static int launch_cmp(const void *a, const void *b)
+{
+	const struct launch *x = a, *y = b;
+	int r = strcmp(x->comm, y->comm);
+
+	if (!r)
+		r = strcmp(x->coll, y->coll);
+	if (!r)
+		r = x->seq < y->seq ? -1 : x->seq > y->seq;
+	return r;
+}
+
 static void collective_slices(struct conv *c)
 {
-	for (int i = 0; i < c->nlaunch; i++) {
-		const struct launch *l = &c->launch[i];
-		uint64_t last = l->ts;
-		char name[48], id[64];
-		json_t *b, *e;
+	/* grouped by collective (sorted), so each group's last launch is found in one pass */
+	qsort(c->launch, c->nlaunch, sizeof(c->launch[0]), launch_cmp);
+	for (int g = 0, end; g < c->nlaunch; g = end) {
+		uint64_t last = 0;
 
-		for (int k = 0; k < c->nlaunch; k++)
-			if (c->launch[k].seq == l->seq && !strcmp(c->launch[k].comm, l->comm) &&
-			    !strcmp(c->launch[k].coll, l->coll) && c->launch[k].ts > last)
-				last = c->launch[k].ts;
-		snprintf(name, sizeof(name), "%s #%lld", l->coll, l->seq);
-		snprintf(id, sizeof(id), "%s:%s:%lld:%d", l->comm, l->coll, l->seq, l->pid);
-		b = event(c, "b", name, l->pid, l->pid, l->ts);
-		json_object_set_new(b, "cat", json_string("collective"));
-		json_object_set_new(b, "id", json_string(id));
-		json_object_set_new(b, "args", json_pack("{s:s}", "comm", l->comm));
-		e = event(c, "e", name, l->pid, l->pid, last);
-		json_object_set_new(e, "cat", json_string("collective"));
-		json_object_set_new(e, "id", json_string(id));
+		for (end = g; end < c->nlaunch && !launch_cmp(&c->launch[g], &c->launch[end]);
+		     end++)
+			last = c->launch[end].ts > last ? c->launch[end].ts : last;
+		for (int i = g; i < end; i++) {
+			const struct launch *l = &c->launch[i];
+			char name[48], id[64];
+			json_t *b, *e;
+
+			snprintf(name, sizeof(name), "%s #%lld", l->coll, l->seq);
+			snprintf(id, sizeof(id), "%s:%s:%lld:%d", l->comm, l->coll, l->seq, l->pid);
+			b = event(c, "b", name, l->pid, l->pid, l->ts);
+			json_object_set_new(b, "cat", json_string("collective"));
+			json_object_set_new(b, "id", json_string(id));
+			json_object_set_new(b, "args", json_pack("{s:s}", "comm", l->comm));
+			e = event(c, "e", name, l->pid, l->pid, last);
+			json_object_set_new(e, "cat", json_string("collective"));
+			json_object_set_new(e, "id", json_string(id));
+		}
 	}
 }
 
@@ -408,7 +432,7 @@ static json_t *sorted(json_t *ev)
 	return out;
 }
 
-json_t *convert_dump(const char *path, char *err, size_t errlen)
+json_t *convert_dump(const char *path, bool phases_only, char *err, size_t errlen)
 {
 	struct conv *c = calloc(1, sizeof(*c));
 	json_t *out;
@@ -417,6 +441,7 @@ json_t *convert_dump(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	c->phases_only = phases_only;
 	c->ev = json_array();
 	if (dump_read(path, on_record, c, err, errlen)) {
 		json_decref(c->ev);
@@ -480,7 +505,7 @@ int convert_main(int argc, char **argv)
 		fprintf(stderr, "nccltrace: cannot read %s: %s\n", argv[optind], strerror(errno));
 		return EXIT_NOINPUT;
 	}
-	t = convert_dump(argv[optind], err, sizeof(err));
+	t = convert_dump(argv[optind], false, err, sizeof(err));
 	if (!t) {
 		fprintf(stderr, "nccltrace: %s\n", err);
 		return EXIT_DATAERR;

@@ -10,10 +10,14 @@
 #define NT_CONVERT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
-/* The trace of a dump; NULL with a one-line reason in err. */
-json_t *convert_dump(const char *path, char *err, size_t errlen);
+/*
+ * The trace of a dump; NULL with a one-line reason in err. phases_only: the NCCL phase slices
+ * and the names of processes and threads, nothing else (what report and --html draw).
+ */
+json_t *convert_dump(const char *path, bool phases_only, char *err, size_t errlen);
 
 int convert_main(int argc, char **argv);
 

@@ -203,7 +203,7 @@ static const char page_tail[] =
 
 int html_write(const char *out, json_t *report, const char *dump, char *err, size_t errlen)
 {
-	json_t *trace = convert_dump(dump, err, errlen), *events = json_array(), *data;
+	json_t *trace = convert_dump(dump, true, err, errlen), *events = json_array(), *data;
 	char *js;
 	FILE *f;
 	int fd, bad;

@@ -241,7 +241,7 @@ static json_t *report_ranks(const char *path, json_t *header, char *err, size_t 
 		json_object_set_new(r, "retrans", json_integer(sum.retrans));
 	}
 	dump_conns_free(&c.conns);
-	trace = convert_dump(path, err, errlen);
+	trace = convert_dump(path, true, err, errlen);
 	if (!trace) {
 		json_decref(c.ranks);
 		return NULL;

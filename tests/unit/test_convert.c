@@ -64,7 +64,7 @@ static json_t *convert_lines(const char *const *lines, int n, char *err, size_t 
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\n", lines[i]);
 	fclose(f);
-	t = convert_dump(path, err, errlen);
+	t = convert_dump(path, false, err, errlen);
 	unlink(path);
 	return t;
 }
@@ -194,7 +194,7 @@ static void test_convert_bad_dump(void **state)
 	(void)state;
 	assert_null(convert_lines(bad, 2, err, sizeof(err)));
 	assert_non_null(strstr(err, ":2:"));
-	assert_null(convert_dump("/nonexistent/dump.jsonl", err, sizeof(err)));
+	assert_null(convert_dump("/nonexistent/dump.jsonl", false, err, sizeof(err)));
 }
 
 int main(void)

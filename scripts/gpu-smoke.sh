@@ -48,3 +48,18 @@ if want doctor; then
 	echo "exit $?"
 	cat "$OUT/doctor.log"
 fi
+# the dashboard in a pseudo-terminal (script(1)) on real torchrun over NVLink, then the
+# post-mortem commands on its dump
+if want tui; then
+	echo "== tui"
+	TR1="$TR --iters 40 --stall-rank 1 --stall-for 8"
+	script -qfec "stty rows 40 cols 140; TERM=xterm-256color $NT run -t 3 --dump $OUT/tui.jsonl -- $TR1" \
+		/dev/null >"$OUT/tui.raw" 2>&1
+	echo "exit $?; dashboard frames with the ranks pane: $(grep -ac 'Ranks (' "$OUT/tui.raw")"
+	grep -ao "STALL [0-9.]*s  rank 1 has not launched[^;]*" "$OUT/tui.raw" | head -1
+	tail -c 400 "$OUT/tui.raw" | tr -d '\033' | tail -3
+	"$NT" report "$OUT/tui.jsonl" | sed -n '/^ranks:/,$p' | head -12
+	"$NT" convert "$OUT/tui.jsonl" -o "$OUT/tui.trace.json"
+	"$NT" report --html "$OUT/tui.html" "$OUT/tui.jsonl"
+	pkill -9 -f 'allreduc[e].py' 2>/dev/null
+fi

@@ -100,7 +100,12 @@ json_t *html_data(json_t *report, json_t *trace, json_t *finding_events)
 			row = (int)k;
 		json_array_append_new(stalls,
 				      json_pack("[i,f,f,I]", row, s < 0 ? 0 : s, t_end, id));
+		end_s = t_end > end_s ? t_end : end_s;
 	}
+	/* the axis runs to the last thing drawn: a span or a rank's end past the last slice */
+	json_array_foreach(ranks, k,
+			   r) if (json_number_value(json_object_get(r, "ended_s")) > end_s) end_s =
+		json_number_value(json_object_get(r, "ended_s"));
 	json_object_set_new(out, "end_s", json_real(end_s));
 	json_object_set_new(out, "ranks", rows);
 	json_object_set_new(out, "slices", slices);

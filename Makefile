@@ -49,7 +49,7 @@ CALLCOST := $(OUTPUT)/callcost
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
-.PHONY: all static test check demo bench clean format
+.PHONY: all static test check demo bench gpu clean format
 
 all: $(OUTPUT)/nccltrace $(DEMO) $(FIXTURES)
 
@@ -119,8 +119,21 @@ $(CALLCOST): tests/bench/callcost.c | $(OUTPUT)
 bench: all $(CALLCOST)
 	$(Q)scripts/bench.sh
 
+# For the GPU machine (no compiler there): the static nccltrace and the bus-bandwidth benchmark,
+# built with the CUDA toolkit next to nvcc (its static CUDA runtime and its libnccl)
+CUDA_HOME ?= $(shell d=$$(command -v nvcc) && dirname $$(dirname $$(readlink -f $$d)))
+BUSBW := $(OUTPUT)/busbw
+
+$(BUSBW): tests/gpu/busbw.c | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)test -n "$(CUDA_HOME)" || { echo "make gpu: no nvcc on PATH (the CUDA toolkit)" >&2; exit 1; }
+	$(Q)$(CC) -O2 -Wall -Wextra -Werror -I$(CUDA_HOME)/include $< -L$(CUDA_HOME)/lib64 \
+		-lcudart_static -lnccl -ldl -lpthread -lrt -o $@
+
+gpu: static $(BUSBW)
+
 format:
-	$(Q)clang-format -i $(wildcard bpf/*.c user/*.c user/*.h include/*.h tests/unit/*.c tests/demo/*.c)
+	$(Q)clang-format -i $(wildcard bpf/*.c user/*.c user/*.h include/*.h tests/unit/*.c tests/demo/*.c tests/gpu/*.c)
 
 clean:
 	$(Q)rm -rf $(OUTPUT)

@@ -4,10 +4,12 @@ tensor ITERS times; --stall-rank R sleeps --stall-for S seconds (--stall-at loop
 iteration ITERS/2; first: before the first collective) and prints the stall's wall-clock time,
 like the C fixtures do. --stall-mode mismatch makes that rank broadcast where the others
 all-reduce (a hang in the GPU kernels), slow makes it sleep --stall-for before every
-all-reduce (a straggler). --eager-init creates the NCCL communicator in init_process_group
+all-reduce (a straggler), stop makes it SIGSTOP itself (whoever runs it sends SIGCONT).
+--eager-init creates the NCCL communicator in init_process_group
 (device_id=...); otherwise PyTorch creates it lazily at the first collective."""
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -20,7 +22,7 @@ p.add_argument("--numel", type=int, default=1 << 20)
 p.add_argument("--stall-rank", type=int, default=-1)
 p.add_argument("--stall-for", type=float, default=8.0)
 p.add_argument("--stall-at", choices=["loop", "first"], default="loop")
-p.add_argument("--stall-mode", choices=["sleep", "mismatch", "slow"], default="sleep")
+p.add_argument("--stall-mode", choices=["sleep", "mismatch", "slow", "stop"], default="sleep")
 p.add_argument("--eager-init", action="store_true")
 a = p.parse_args()
 
@@ -40,6 +42,8 @@ for i in range(a.iters):
               file=sys.stderr, flush=True)
     if (odd and a.stall_mode == "sleep") or (rank == a.stall_rank and a.stall_mode == "slow"):
         time.sleep(a.stall_for)
+    if odd and a.stall_mode == "stop":
+        os.kill(os.getpid(), signal.SIGSTOP)
     if odd and a.stall_mode == "mismatch":
         dist.broadcast(x, src=0)
     else:

@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# What nccltrace costs a real NCCL job (the 2-GPU machine): build/busbw's all_reduce bus
+# bandwidth untraced, traced (default mode) and traced with --collectives, interleaved
+# (the order rotates each repetition), over NVLink (8 B .. 1 GB) and sockets forced (8 B ..
+# 64 MB). Prints, per transport and size, the median busbw of each mode, the ratios to untraced,
+# the time per all_reduce; then nccltrace's CPU use and NCCL probe events per second.
+#   make gpu                                  (here: build/nccltrace-static, build/busbw)
+#   scripts/gpu-bench.sh [REPS]               (there; $OUT for the raw results)
+set -u
+cd "$(dirname "$0")/.."
+REPS=${1:-3}
+NT=${NT:-build/nccltrace-static}
+BW=${BW:-build/busbw}
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT/bench"
+NCCL_DIR=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib"))' 2>/dev/null)
+[ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0 NCCLTRACE_CACHE_DIR=/tmp/nccltrace-cache
+SOCK=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
+echo "libnccl: ${NCCL_DIR:-as the loader finds it}; $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+
+run() { # TRANSPORT MODE REP
+	local tr=$1 mode=$2 rep=$3 max=1G f=$OUT/bench/$1-$2-$3
+	local envs=(PATH="$PATH")
+	[ "$tr" = sockets ] && envs=("${SOCK[@]}") && max=64M
+	case $mode in
+	none) env "${envs[@]}" "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
+	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
+	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
+	esac || echo "run $tr $mode $rep failed: $(tail -2 "$f.err")"
+}
+
+modes=(none default collectives)
+for rep in $(seq 1 "$REPS"); do
+	for tr in nvlink sockets; do
+		for k in 0 1 2; do
+			run $tr "${modes[$(((k + rep) % 3))]}" "$rep"
+		done
+	done
+	echo "repetition $rep done"
+done
+
+python3 - "$OUT/bench" "$REPS" <<'PY'
+import glob, json, os, statistics, sys
+d, reps = sys.argv[1], int(sys.argv[2])
+def table(tr, mode):
+    per = {}
+    for rep in range(1, reps + 1):
+        p = f"{d}/{tr}-{mode}-{rep}.txt"
+        if not os.path.exists(p):
+            continue
+        for line in open(p):
+            if line.startswith("#") or not line.strip():
+                continue
+            b, us, alg, bus, it = line.split()
+            per.setdefault(int(b), []).append((float(us), float(bus)))
+    return {b: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for b, v in per.items()}
+def size(b):
+    for u, m in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if b >= m:
+            return f"{b // m} {u}"
+    return f"{b} B"
+for tr in ("nvlink", "sockets"):
+    t = {m: table(tr, m) for m in ("none", "default", "collectives")}
+    print(f"\n{tr}: median of {reps} interleaved runs per mode")
+    print("| size | busbw GB/s untraced | default (ratio) | --collectives (ratio) | us per all_reduce untraced | default (added) | --collectives (added) |")
+    print("|---|---|---|---|---|---|---|")
+    for b in sorted(t["none"]):
+        n, df, co = t["none"][b], t["default"].get(b), t["collectives"].get(b)
+        if not df or not co:
+            continue
+        # the ratio of times: busbw at a few bytes rounds to 0.00
+        r1, r2 = n[0] / df[0], n[0] / co[0]
+        a1, a2 = 100 * (df[0] / n[0] - 1), 100 * (co[0] / n[0] - 1)
+        print(f"| {size(b)} | {n[1]:.2f} | {df[1]:.2f} ({r1:.3f}) | {co[1]:.2f} ({r2:.3f}) | {n[0]:.1f} | {df[0]:.1f} ({a1:+.1f}%) | {co[0]:.1f} ({a2:+.1f}%) |")
+print("\nnccltrace itself (per traced run):")
+for mode in ("default", "collectives"):
+    cpu, ev = [], []
+    for p in glob.glob(f"{d}/*-{mode}-*.jsonl"):
+        start = end = None; nccl = 0; tot = {}; setup = 0
+        for line in open(p):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if "nccltrace" in r:
+                start = r.get("start_ns"); setup = r.get("setup_cpu_s", 0)
+            if r.get("type") == "nccl":
+                nccl += 1
+            if r.get("type") == "footer":
+                end = r.get("ts_ns"); tot = r.get("totals", {})
+        if start and end and end > start:
+            dur = (end - start) / 1e9
+            cpu.append(100 * (tot.get("tracer_cpu_s", 0) - setup) / dur)
+            ev.append(nccl / dur)
+    if cpu:
+        print(f"  {mode}: tracer CPU {statistics.median(cpu):.2f}% of one core after loading the BPF programs, "
+              f"NCCL probe events {statistics.median(ev):.0f}/s over the job")
+PY

@@ -11,6 +11,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 DUMP=build/demo-$(date +%Y%m%d-%H%M%S).jsonl
 set -x
-build/nccltrace run --no-tui --stall-threshold 3 --dump "$DUMP" -- \
+build/nccltrace run --stall-threshold 3 --dump "$DUMP" -- \
 	build/ringjob --ranks 4 --duration 16 --stall-rank 1 --stall-after 4 --stall-for 8 --stall-mode sleep
 build/nccltrace report "$DUMP"

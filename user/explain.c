@@ -242,7 +242,13 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 		snprintf(cn, sizeof(cn), "rank %d", f->rank);
 	switch (f->kind) {
 	case FINDING_STALL:
-		if (cul && !cul->nccl_phase[0])
+		if (cul && !cul->nccl && !cul->nset)
+			hyp(h, 40,
+			    "%s is not exchanging data: its own code holds it (a sleep, I/O, a "
+			    "lock, "
+			    "a wait on something else) while its peers wait on its connections",
+			    cn);
+		else if (cul && !cul->nccl_phase[0])
 			hyp(h, 40,
 			    "%s is not inside NCCL: its own code holds it (data loading, I/O, a "
 			    "CPU-side wait, a collective on another group) or it is slow to get "
@@ -321,6 +327,7 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 	const char *const *set = coll_set;
 	struct hyps h = {.f = f};
 	int ninv = involved(s, f, inv, DIAG_MAX_WAITERS + 1);
+	bool any_nccl = false;
 	char ranks[128];
 
 	f->nsettings = 0;
@@ -339,7 +346,10 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 	if (!who && ninv)
 		who = inv[0];
 	network_rules(s, f, &h, inv, ninv);
-	for (int i = 0; set[i]; i++)
+	/* NCCL's settings say something only about processes that use NCCL */
+	for (int k = 0; k < ninv && !any_nccl; k++)
+		any_nccl = inv[k]->nccl || inv[k]->nset;
+	for (int i = 0; any_nccl && set[i]; i++)
 		add_setting(s, f, who, set[i]);
 	if (ranks_differ(s, "NCCL_SOCKET_IFNAME", ranks, sizeof(ranks))) {
 		add_setting(s, f, who, "NCCL_SOCKET_IFNAME");

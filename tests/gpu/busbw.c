@@ -153,10 +153,11 @@ static int worker(const struct opts *o, int rank)
 			int *d_iters;
 
 			CHECK_CUDA(cudaMalloc((void **)&d_iters, sizeof(int)));
-			CHECK_CUDA(cudaMemcpy(d_iters, &iters, sizeof(int), cudaMemcpyHostToDevice));
+			CHECK_CUDA(
+				cudaMemcpy(d_iters, &iters, sizeof(int), cudaMemcpyHostToDevice));
 			CHECK_NCCL(ncclBroadcast(d_iters, d_iters, 1, ncclInt32, 0, comm, st));
-			CHECK_CUDA(cudaMemcpyAsync(&iters, d_iters, sizeof(int), cudaMemcpyDeviceToHost,
-						   st));
+			CHECK_CUDA(cudaMemcpyAsync(&iters, d_iters, sizeof(int),
+						   cudaMemcpyDeviceToHost, st));
 			CHECK_CUDA(cudaStreamSynchronize(st));
 			CHECK_CUDA(cudaFree(d_iters));
 		}
@@ -183,12 +184,17 @@ static int worker(const struct opts *o, int rank)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"nranks", 1, NULL, 'n'}, {"min", 1, NULL, 'b'},    {"max", 1, NULL, 'e'},
-		{"factor", 1, NULL, 'f'}, {"iters", 1, NULL, 'i'},  {"warmup", 1, NULL, 'w'},
-		{"target", 1, NULL, 't'}, {"help", 0, NULL, 'h'},   {},
+		{"nranks", 1, NULL, 'n'}, {"min", 1, NULL, 'b'},   {"max", 1, NULL, 'e'},
+		{"factor", 1, NULL, 'f'}, {"iters", 1, NULL, 'i'}, {"warmup", 1, NULL, 'w'},
+		{"target", 1, NULL, 't'}, {"help", 0, NULL, 'h'},  {},
 	};
-	struct opts o = {.nranks = 2, .min = 8, .max = 1 << 30, .factor = 4, .iters = 200,
-			 .warmup = 5, .target_s = 0.25};
+	struct opts o = {.nranks = 2,
+			 .min = 8,
+			 .max = 1 << 30,
+			 .factor = 4,
+			 .iters = 200,
+			 .warmup = 5,
+			 .target_s = 0.25};
 	pid_t pids[16];
 	int c, failed = 0;
 
@@ -216,7 +222,8 @@ int main(int argc, char **argv)
 			o.target_s = atof(optarg);
 			break;
 		case 'h':
-			printf("Usage: busbw [--nranks N] [--min 8] [--max 1G] [--factor 4] [--iters 200]"
+			printf("Usage: busbw [--nranks N] [--min 8] [--max 1G] [--factor 4] "
+			       "[--iters 200]"
 			       " [--warmup 5] [--target 0.25]\n");
 			return 0;
 		default:

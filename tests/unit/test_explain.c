@@ -30,6 +30,7 @@ static void job(int n, const struct snap_setting *const *set, const int *nset)
 		procs[r].pid = 100 + r;
 		procs[r].rank = r;
 		procs[r].state = 'S';
+		procs[r].nccl = true; /* NCCL's probes are live in it */
 		procs[r].set = set ? set[r] : NULL;
 		procs[r].nset = nset ? nset[r] : 0;
 	}
@@ -204,6 +205,14 @@ static void test_kind_rules(void **state)
 	explain_finding(&snap, &f);
 	assert_true(hyp_with(&f, "no process has RANK=3") >= 0);
 	assert_non_null(setting(&f, "NCCL_COMM_ID"));
+	/* a job that does not use NCCL: its settings are not worth listing */
+	procs[0].nccl = procs[1].nccl = false;
+	f = finding(FINDING_STALL, 0, 1);
+	explain_finding(&snap, &f);
+	assert_int_equal(f.nsettings, 0);
+	assert_true(hyp_with(&f, "is not exchanging data: its own code holds it") >= 0);
+	assert_int_equal(hyp_with(&f, "NCCL"), -1);
+	procs[0].nccl = procs[1].nccl = true;
 	/* NCCL's last WARN becomes evidence */
 	procs[1].nccl_warning = "NET/Socket : Connection closed by remote peer";
 	f = finding(FINDING_STALL, 1, 0);

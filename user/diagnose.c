@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include "diagnose.h"
 #include "explain.h"
+#include "ibwarn.h"
 #include "fmt.h"
 
 #define TCP_SYN_SENT 2
@@ -444,6 +445,62 @@ static const char *setup_name(int cls)
 	return cls == SNAP_SETUP_INIT ? "communicator init" : "transport setup";
 }
 
+static void remove_finding(struct finding *out, int *n, int i)
+{
+	memmove(&out[i], &out[i + 1], (*n - i - 1) * sizeof(out[0]));
+	(*n)--;
+}
+
+/*
+ * InfiniBand/RoCE completion errors NCCL reported: the transport gave up on a peer. The rank
+ * that saw it is named; what it means comes from the status and the settings (explain).
+ */
+static void ib_findings(const struct snapshot *s, struct finding *out, int *n, int max)
+{
+	for (int i = 0; i < s->nprocs && *n < max; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		const struct snap_ib_error *ib = p->ib_err;
+		struct finding *f;
+		char pn[48];
+
+		if (!ib)
+			continue;
+		/* its death or stall is the consequence: one finding, with the cause */
+		for (int k = 0; k < *n; k++)
+			if (out[k].pid == p->pid)
+				remove_finding(out, n, k--);
+		f = &out[(*n)++];
+		memset(f, 0, sizeof(*f));
+		f->kind = FINDING_IB_ERROR;
+		f->pid = p->pid;
+		f->rank = p->rank;
+		f->peer_rank = -1;
+		f->conn = -1;
+		f->since_ns = ib->ts_ns;
+		snap_proc_name(p, p->pid, pn, sizeof(pn));
+		snprintf(f->phase, sizeof(f->phase), "%s on %s%s",
+			 ib->colls_before <= 1 ? "first transfer" : "transfer",
+			 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "");
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s: InfiniBand completion error %s(%d) from peer %s on %s%s, after %llu "
+			 "collective%s: the transport gave up on that peer",
+			 pn, ib_wc_status_name(ib->status), ib->status, ib->peer,
+			 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "",
+			 (unsigned long long)ib->colls_before, ib->colls_before == 1 ? "" : "s");
+		add_evidence(f, "NCCL WARN: %.180s", ib->text);
+		if (ib->count > 1)
+			add_evidence(f, "%d such completion errors on %s", ib->count, pn);
+		add_evidence(f, "opcode %d, vendor_err %u (0x%x)", ib->opcode, ib->vendor_err,
+			     ib->vendor_err);
+		if (p->exited) {
+			char st[48];
+
+			describe_status(p->exit_status, st, sizeof(st));
+			add_evidence(f, "pid %d %s afterwards", p->pid, st);
+		}
+	}
+}
+
 /*
  * A rank inside NCCL setup whose connects are refused: NCCL retries them silently for
  * NCCL_SOCKET_RETRY_CNT rounds (about a minute by default), and everyone waits meanwhile.
@@ -619,12 +676,6 @@ static uint64_t seq_total(const struct snap_comm *c)
 	for (int f = 0; f < SNAP_NSEQ; f++)
 		t += c->seq[f];
 	return t;
-}
-
-static void remove_finding(struct finding *out, int *n, int i)
-{
-	memmove(&out[i], &out[i + 1], (*n - i - 1) * sizeof(out[0]));
-	(*n)--;
 }
 
 static void add_waiter(struct finding *f, int pid)
@@ -1315,6 +1366,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 		    counters_say_waiting(s, out[i].pid))
 			remove_finding(out, &n, i--);
 	coll_findings(s, cfg, out, &n, max);
+	ib_findings(s, out, &n, max);
 	retry_findings(s, cfg, out, &n, max);
 	setup_findings(s, cfg, out, &n, max);
 	straggler_findings(s, cfg, out, &n, max);

@@ -104,6 +104,42 @@ static void check_ifname(const struct lint_ctx *c, struct out *o, const struct l
 			exact ? "is" : "starts with", list);
 }
 
+/* NCCL_IB_HCA: [^][=]name[:port],...  (exclude, exact match, a port number) */
+static void check_ib_hca(struct out *o, const struct lint_env *e, const struct lint_var *v)
+{
+	const char *p = v->value;
+
+	if (*p == '^')
+		p++;
+	if (*p == '=')
+		p++;
+	while (*p) {
+		size_t name = strspn(
+			p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+
+		if (!name)
+			break;
+		p += name;
+		if (*p == ':') {
+			size_t port = strspn(p + 1, "0123456789");
+
+			if (!port)
+				break;
+			p += 1 + port;
+		}
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p)
+			break;
+	}
+	if (*p || !*v->value)
+		problem(o, LINT_ERROR, e, v,
+			"HCA names with optional ports, by commas: mlx5_0:1,mlx5_1:1 ('^' "
+			"excludes, "
+			"'=' matches exactly; 'ibv_devices' lists them)",
+			"NCCL_IB_HCA='%s' does not parse at '%s'", v->value, *p ? p : "(empty)");
+}
+
 static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct lint_env *e,
 			   const struct lint_var *v)
 {
@@ -161,6 +197,12 @@ static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct
 	}
 	if (!strcmp(v->key, "NCCL_SOCKET_IFNAME"))
 		check_ifname(c, o, e, v);
+	if (!strcmp(v->key, "NCCL_IB_HCA"))
+		check_ib_hca(o, e, v);
+	if (!strcmp(v->key, "NCCL_IB_ROCE_VERSION_NUM") && strcmp(v->value, "1") &&
+	    strcmp(v->value, "2"))
+		problem(o, LINT_ERROR, e, v, "1 or 2 (RoCE v2 is the routable one)",
+			"NCCL_IB_ROCE_VERSION_NUM=%s is not a RoCE version", v->value);
 }
 
 /* The launcher's variables of one rank (after launch) or of the launch (before). */

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include "explain.h"
 #include "fmt.h"
+#include "ibwarn.h"
 #include "ncclparams.h"
 
 #define TCP_SYN_SENT 2
@@ -37,6 +38,15 @@ static const char *const setup_set[] = {"NCCL_SOCKET_IFNAME",
 					"NCCL_IB_TIMEOUT",
 					"NCCL_IB_RETRY_CNT",
 					NULL};
+static const char *const ib_set[] = {"NCCL_IB_TIMEOUT",
+				     "NCCL_IB_RETRY_CNT",
+				     "NCCL_IB_GID_INDEX",
+				     "NCCL_IB_ROCE_VERSION_NUM",
+				     "NCCL_IB_HCA",
+				     "NCCL_IB_SL",
+				     "NCCL_IB_TC",
+				     "NCCL_IB_ADAPTIVE_ROUTING",
+				     NULL};
 static const char *const coll_set[] = {"NCCL_NET",
 				       "NCCL_IB_DISABLE",
 				       "NCCL_P2P_DISABLE",
@@ -231,6 +241,64 @@ static void network_rules(const struct snapshot *s, struct finding *f, struct hy
 	}
 }
 
+/* What a completion status means, and how long the transport tried, from the settings. */
+static void ib_rules(struct hyps *h, const struct snap_proc *p)
+{
+	const struct snap_ib_error *ib = p->ib_err;
+	long to = num_of(p, "NCCL_IB_TIMEOUT", 20), rc = num_of(p, "NCCL_IB_RETRY_CNT", 7);
+	double win = ib_retry_window_s((int)to, (int)rc);
+
+	switch (ib->status) {
+	case 12: /* IBV_WC_RETRY_EXC_ERR */
+		if (ib->colls_before <= 1)
+			hyp(h, 85,
+			    "no ACK ever came back at the first transfer: the QPs were set up (the "
+			    "handshake runs over TCP) but RDMA packets do not reach %s: a wrong "
+			    "GID "
+			    "index or RoCE version (NCCL_IB_GID_INDEX, NCCL_IB_ROCE_VERSION_NUM), "
+			    "routing "
+			    "or a VLAN/PFC setting; the transport tried for %.1f s (%ld+1 tries of "
+			    "4.096 us x 2^%ld: NCCL_IB_TIMEOUT=%ld, NCCL_IB_RETRY_CNT=%ld)",
+			    ib->peer, win, rc, to, to, rc);
+		else
+			hyp(h, 85,
+			    "ACKs stopped in the middle of the run: the peer %s (its process, host "
+			    "or "
+			    "HCA) or a link on the way went down; the transport tried for %.1f s "
+			    "(NCCL_IB_TIMEOUT=%ld, NCCL_IB_RETRY_CNT=%ld) before it gave up",
+			    ib->peer, win, to, rc);
+		hyp(h, 40,
+		    "a raised NCCL_IB_TIMEOUT only waits longer for a peer that is gone; it helps "
+		    "only on a congested fabric that drops ACKs now and then");
+		break;
+	case 13: /* IBV_WC_RNR_RETRY_EXC_ERR */
+		hyp(h, 80,
+		    "the receiver at %s posted no receive in time and the RNR retries ran out: it "
+		    "is stuck, gone, or far behind",
+		    ib->peer);
+		break;
+	case 5: /* IBV_WC_WR_FLUSH_ERR */
+		hyp(h, 70,
+		    "the queue pair was already in the error state: this completion follows "
+		    "another error on the same QP (look for the first one, on this rank or its "
+		    "peer)");
+		break;
+	case 4:	 /* IBV_WC_LOC_PROT_ERR */
+	case 8:	 /* IBV_WC_LOC_ACCESS_ERR */
+	case 10: /* IBV_WC_REM_ACCESS_ERR */
+		hyp(h, 75,
+		    "a memory registration or key was refused (%s): GPU Direct RDMA to a buffer "
+		    "the NIC cannot reach (nvidia-peermem / dmabuf, NCCL_NET_GDR_LEVEL), or a "
+		    "buffer freed while in flight",
+		    ib_wc_status_name(ib->status));
+		break;
+	default:
+		hyp(h, 50, "the transport reported %s(%d) for peer %s (vendor_err 0x%x on %s)",
+		    ib_wc_status_name(ib->status), ib->status, ib->peer, ib->vendor_err, ib->hca);
+		break;
+	}
+}
+
 static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc *cul)
 {
 	char cn[48];
@@ -309,6 +377,10 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 		    "early exit). NCCL cannot notice; TORCH_DISTRIBUTED_DEBUG=DETAIL makes "
 		    "PyTorch check each collective across ranks");
 		break;
+	case FINDING_IB_ERROR:
+		if (cul && cul->ib_err)
+			ib_rules(h, cul);
+		break;
 	case FINDING_STRAGGLER:
 		hyp(h, 60,
 		    "%s reaches every collective last: its own step is slower (input pipeline, "
@@ -336,6 +408,8 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 		set = init_set;
 	else if (f->kind == FINDING_RING_SETUP_BLOCKED || f->kind == FINDING_CONN_ERROR)
 		set = setup_set;
+	else if (f->kind == FINDING_IB_ERROR)
+		set = ib_set;
 	/*
 	 * Whose values to show: the culprit's (first in inv) if NCCL or its environment told
 	 * any, else the first waiter's; where ranks disagree, the setting says so.
@@ -393,7 +467,10 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 			    fk->why);
 		}
 	kind_rules(f, &h, f->pid > 0 ? snapshot_proc(s, f->pid) : NULL);
-	/* NCCL's own last words */
+	/* NCCL's own last words, unless the finding quotes them already */
+	for (int i = 0; i < f->nevidence; i++)
+		if (!strncmp(f->evidence[i], "NCCL WARN", 9))
+			return;
 	for (int k = 0; k < ninv && f->nevidence < DIAG_MAX_EVIDENCE; k++)
 		if (inv[k]->nccl_warning) {
 			char pn[48];

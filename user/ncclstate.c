@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include "ibwarn.h"
 #include "nccllib.h"
 #include "ncclstate.h"
 #include "procfs.h"
@@ -53,7 +54,8 @@ struct nproc {
 	struct nsock sock[MAX_SOCKS];
 	int nsock;
 	uint64_t warnings;
-	uint64_t suppressed; /* WARN calls NCCL downgraded to INFO */
+	uint64_t suppressed;	 /* WARN calls NCCL downgraded to INFO */
+	struct snap_ib_error ib; /* count 0: none */
 	uint64_t retries;
 	uint64_t last_retry_ns;
 	char retry_addr[64];
@@ -239,6 +241,28 @@ static void frame_label(const struct nthread *t, int d, char *buf, size_t len)
 		 t->detail[d], t->detail[d][0] ? ")" : "");
 }
 
+/* NCCL's IB completion-error WARN: the first one is kept, the others counted. */
+static void ib_warning(struct nproc *p, const struct nt_ev_nccl *e, const char *text)
+{
+	struct ib_completion c;
+
+	if (!ib_parse_completion(text, &c))
+		return;
+	if (!p->ib.count++) {
+		p->ib.ts_ns = e->h.ts_ns;
+		snprintf(p->ib.text, sizeof(p->ib.text), "%.255s", text);
+		snprintf(p->ib.peer, sizeof(p->ib.peer), "%s", c.peer);
+		snprintf(p->ib.hca, sizeof(p->ib.hca), "%s", c.hca);
+		p->ib.status = c.status;
+		p->ib.opcode = c.opcode;
+		p->ib.vendor_err = c.vendor_err;
+		p->ib.roce = c.roce;
+		for (int i = 0; i < p->ncomm; i++)
+			for (int f = 0; f < NSEQ; f++)
+				p->ib.colls_before += p->comm[i].sc.seq[f];
+	}
+}
+
 /*
  * Record a setting; NCCL's own read wins over the environment. Returns false if it adds
  * nothing (NCCL read it already).
@@ -286,6 +310,7 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 	sp->nccl_last_retry_ns = p ? p->last_retry_ns : 0;
 	sp->nccl_retry_addr = p && p->retry_addr[0] ? p->retry_addr : NULL;
 	sp->nccl_warning = p && p->last_warning[0] ? p->last_warning : NULL;
+	sp->ib_err = p && p->ib.count ? &p->ib : NULL;
 }
 
 /* ncclEnqueueCheck (--collectives): one collective launched; no phase (it has no return probe) */
@@ -364,6 +389,7 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		}
 		p->warnings++;
 		snprintf(p->last_warning, sizeof(p->last_warning), "%.255s", text);
+		ib_warning(p, e, text);
 		o = base_record(e, "nccl_warning");
 		json_object_set_new(o, "text", json_string(text));
 		return o;

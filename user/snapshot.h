@@ -30,6 +30,20 @@ enum snap_setup {
 	SNAP_SETUP_TRANSPORT, /* ring/tree connect, P2P setup, proxy connect (lazy, 1st collective) */
 };
 
+/* An InfiniBand/RoCE completion error NCCL reported (its WARN), the first of a process. */
+struct snap_ib_error {
+	uint64_t ts_ns;
+	int count; /* how many such WARNs */
+	char text[256];
+	char peer[64]; /* "10.0.0.2<43517>" */
+	char hca[32];
+	int status; /* enum ibv_wc_status */
+	int opcode;
+	unsigned vendor_err;
+	bool roce;
+	uint64_t colls_before; /* collectives the rank had launched by then (comm->seqNumber) */
+};
+
 /* An NCCL setting of a process: as NCCL read it (uprobe), or from its environment. */
 struct snap_setting {
 	const char *name;  /* "NCCL_SOCKET_RETRY_CNT" */
@@ -60,8 +74,9 @@ struct snap_proc {
 	int nset;
 	uint64_t nccl_retries; /* connect retries NCCL made (socketConnectCheck) */
 	uint64_t nccl_last_retry_ns;
-	const char *nccl_retry_addr; /* where the last one went, NULL if none */
-	const char *nccl_warning;    /* NCCL's last WARN text, NULL if none */
+	const char *nccl_retry_addr;	    /* where the last one went, NULL if none */
+	const char *nccl_warning;	    /* NCCL's last WARN text, NULL if none */
+	const struct snap_ib_error *ib_err; /* NULL: none */
 };
 
 struct snap_conn {

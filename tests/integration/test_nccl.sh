@@ -156,6 +156,23 @@ check mismatch_phase "the odd rank's collective is not named" -- \
 check count_mismatch_args "the counts are not named" -- \
 	jq_ok 'select(.type=="finding") | .summary | test("rank 2 in AllReduce #[0-9]+ \\(count 32768 float32\\)")' "$TMP/count_mismatch.jsonl"
 
+# --- an InfiniBand completion error, as NCCL's IB transport WARNs it: ib_error with the settings ---
+D=$TMP/ib.jsonl
+NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 10 \
+	--fault ib-error --fault-rank 1 --timeout 8 >"$TMP/ib.out" 2>&1
+f=$(findings "$D")
+check ib_error_kind "findings: $(jq -c 'map(.kind)' <<<"$f")" -- \
+	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ib_error 1"
+check ib_error_status "$(jq -r '.[0].summary' <<<"$f")" -- \
+	jqe '.[0].summary | test("IBV_WC_RETRY_EXC_ERR\\(12\\) from peer 127.0.0.1<[0-9]+> on mlx5_0 \\(RoCE\\)")' <<<"$f"
+check ib_error_window "$(jq -c '.[0].hypotheses' <<<"$f")" -- \
+	jqe '.[0].hypotheses[0] | test("tried for 0.3 s .*NCCL_IB_TIMEOUT=14, NCCL_IB_RETRY_CNT=3")' <<<"$f"
+check ib_error_settings "NCCL_IB_TIMEOUT not as NCCL read it" -- \
+	test "$(jq -r '.[0].settings.NCCL_IB_TIMEOUT | "\(.value) \(.source)"' <<<"$f")" = "14 read"
+check ib_error_exit "the rank's exit is not in the evidence" -- \
+	jqe '.[0].evidence | map(select(test("exited with status 5 afterwards"))) | length == 1' <<<"$f"
+pkill -9 -f "$NJ" 2>/dev/null
+
 # --- healthy jobs, busy, idle, slow, with and without --collectives: never a finding ---
 healthy=0
 for spec in "2 0 1024 0" "3 0.05 65536 0" "4 0 262144 0" "2 0.2 4096 2.5" "3 0 1024 2.5" \

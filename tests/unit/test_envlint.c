@@ -14,7 +14,7 @@
 static const char *const names[] = {"NCCL_SOCKET_IFNAME", "NCCL_SOCKET_RETRY_CNT",
 				    "NCCL_IB_TIMEOUT",	  "NCCL_NET_GDR_LEVEL",
 				    "NCCL_P2P_DISABLE",	  "NCCL_DEBUG",
-				    "NCCL_IB_HCA"};
+				    "NCCL_IB_HCA",	  "NCCL_IB_ROCE_VERSION_NUM"};
 
 static bool fake_iface(void *io, const char *name, bool exact)
 {
@@ -125,6 +125,24 @@ static void test_values(void **state)
 	assert_non_null(find(n, "NCCL_SOCKET_RETRY_CNT", "no connect retries"));
 	n = LINT1(true, "NCCL_SOCKET_IFNAME==eth"); /* exact: eth is not eth0 */
 	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no local interface is 'eth'"));
+}
+
+static void test_ib_settings(void **state)
+{
+	int n;
+
+	(void)state;
+	assert_int_equal(LINT1(true, "NCCL_IB_HCA=mlx5_0:1,mlx5_1:1", "NCCL_IB_ROCE_VERSION_NUM=2"),
+			 0);
+	assert_int_equal(LINT1(true, "NCCL_IB_HCA=^=mlx5_2"), 0);
+	assert_int_equal(LINT1(true, "NCCL_IB_HCA=mlx5_0"), 0);
+	n = LINT1(true, "NCCL_IB_HCA=mlx5_0;mlx5_1", "NCCL_IB_ROCE_VERSION_NUM=v2");
+	assert_int_equal(n, 2);
+	assert_non_null(find(n, "NCCL_IB_HCA", "does not parse at ';mlx5_1'"));
+	assert_non_null(find(n, "NCCL_IB_ROCE_VERSION_NUM", "not a RoCE version"));
+	n = LINT1(true, "NCCL_IB_HCA=mlx5_0:", "NCCL_IB_TIMEOUT=32");
+	assert_non_null(find(n, "NCCL_IB_HCA", "does not parse"));
+	assert_non_null(find(n, "NCCL_IB_TIMEOUT", "out of range [0, 31]"));
 }
 
 static void test_launch_vars(void **state)
@@ -257,7 +275,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),	     cmocka_unit_test(test_names),
 		cmocka_unit_test(test_values),	     cmocka_unit_test(test_launch_vars),
-		cmocka_unit_test(test_across_ranks), cmocka_unit_test(test_lost_to_sudo),
+		cmocka_unit_test(test_ib_settings),  cmocka_unit_test(test_across_ranks),
+		cmocka_unit_test(test_lost_to_sudo),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

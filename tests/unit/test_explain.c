@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "explain.h"
+#include "ibwarn.h"
 #include "ncclparams.h"
 #include "testutil.h"
 
@@ -222,6 +223,70 @@ static void test_kind_rules(void **state)
 					   "Connection closed by remote peer");
 }
 
+static void test_ib_warn_parse(void **state)
+{
+	struct ib_completion c;
+
+	(void)state;
+	/* NCCL 2.28's net_ib.cc, RoCE */
+	assert_true(ib_parse_completion(
+		"NET/IB: Got completion from peer 10.0.0.2<43517> with "
+		"status=IBV_WC_RETRY_EXC_ERR(12) "
+		"opcode=IBV_WC_RDMA_WRITE(1) vendor_err=129  localGid ::ffff:10.0.0.1 "
+		"remoteGids::ffff:10.0.0.2 hca mlx5_3",
+		&c));
+	assert_string_equal(c.peer, "10.0.0.2<43517>");
+	assert_int_equal(c.status, 12);
+	assert_int_equal(c.opcode, 1);
+	assert_int_equal(c.vendor_err, 129);
+	assert_string_equal(c.hca, "mlx5_3");
+	assert_true(c.roce);
+	/* older releases: numbers only, "vendor err N", InfiniBand (no GIDs) */
+	assert_true(ib_parse_completion("NET/IB : Got completion from peer 10.0.0.7<1234> with "
+					"status=5 opcode=0 len=0 vendor err 244 (Send) hca mlx5_0",
+					&c));
+	assert_int_equal(c.status, 5);
+	assert_int_equal(c.vendor_err, 244);
+	assert_false(c.roce);
+	assert_string_equal(ib_wc_status_name(c.status), "IBV_WC_WR_FLUSH_ERR");
+	assert_false(ib_parse_completion("NET/Socket : Connection closed by remote peer", &c));
+	assert_false(ib_parse_completion("NET/IB : Got completion from peer", &c));
+	/* 4.096 us x 2^20 x (7+1): about 34.4 s */
+	assert_true(ib_retry_window_s(20, 7) > 34.35 && ib_retry_window_s(20, 7) < 34.36);
+	assert_true(ib_retry_window_s(0, 7) == 0);
+}
+
+static void test_ib_error_rules(void **state)
+{
+	static const struct snap_setting r[] = {{"NCCL_IB_TIMEOUT", "14", true},
+						{"NCCL_IB_RETRY_CNT", "3", true}};
+	const struct snap_setting *set[] = {r, r};
+	const int nset[] = {2, 2};
+	struct snap_ib_error ib = {.count = 1, .status = 12, .colls_before = 0, .roce = true};
+	struct finding f = finding(FINDING_IB_ERROR, 1, 0);
+
+	(void)state;
+	snprintf(ib.peer, sizeof(ib.peer), "10.0.0.2<43517>");
+	job(2, set, nset);
+	procs[1].ib_err = &ib;
+	explain_finding(&snap, &f);
+	/* at the first transfer: GIDs and routing; 4 tries of 4.096 us x 2^14 = 0.27 s */
+	assert_int_equal(hyp_with(&f, "no ACK ever came back at the first transfer"), 0);
+	assert_true(hyp_with(&f, "tried for 0.3 s (3+1 tries") == 0);
+	assert_string_equal(setting(&f, "NCCL_IB_TIMEOUT")->value, "14");
+	assert_non_null(setting(&f, "NCCL_IB_GID_INDEX"));
+	/* in the middle of the run: the peer or a link went down */
+	ib.colls_before = 500;
+	f = finding(FINDING_IB_ERROR, 1, 0);
+	explain_finding(&snap, &f);
+	assert_int_equal(hyp_with(&f, "ACKs stopped in the middle of the run"), 0);
+	ib.status = 5;
+	f = finding(FINDING_IB_ERROR, 1, 0);
+	explain_finding(&snap, &f);
+	assert_int_equal(hyp_with(&f, "follows another error on the same QP"), 0);
+	procs[1].ib_err = NULL;
+}
+
 static void test_params_table(void **state)
 {
 	const struct nccl_param *p;
@@ -268,6 +333,8 @@ int main(void)
 		cmocka_unit_test(test_other_difference_and_fake_name),
 		cmocka_unit_test(test_network_evidence),
 		cmocka_unit_test(test_kind_rules),
+		cmocka_unit_test(test_ib_warn_parse),
+		cmocka_unit_test(test_ib_error_rules),
 		cmocka_unit_test(test_params_table),
 	};
 

@@ -36,6 +36,9 @@ bpf_usable() {
 # jq -e without the output: a condition for check
 jqe() { jq -e "$@" >/dev/null; }
 
+# "VALUE SOURCE" of setting NAME of the first finding in FINDINGS (JSON)
+first_setting() { jq -r ".[0].settings.$2 | \"\\(.value) \\(.source)\"" <<<"$1"; }
+
 # findings of a dump as JSON
 findings() { "$NT" report --json "$1" | jq -c '.findings'; }
 

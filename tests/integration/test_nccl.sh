@@ -101,7 +101,7 @@ setup_fault before-init init_blocked
 setup_fault never-join peer_dead
 # the settings that govern the wait, and why it lasts: grounded in the lazy ring connect
 check ring_setup_settings "NCCL_RUNTIME_CONNECT not among the settings: $(findings "$TMP/ring-setup.jsonl" | jq -c '.[0].settings')" -- \
-	test "$(findings "$TMP/ring-setup.jsonl" | jq -r '.[0].settings.NCCL_RUNTIME_CONNECT | "\(.value) \(.source)"')" = "1 default"
+	test "$(first_setting "$(findings "$TMP/ring-setup.jsonl")" NCCL_RUNTIME_CONNECT)" = "1 default"
 check ring_setup_hypothesis "no lazy-connect hypothesis" -- \
 	jq_ok 'select(.type=="finding") | .hypotheses[0] | test("rings connect at the first collective \\(NCCL_RUNTIME_CONNECT=1")' "$TMP/ring-setup.jsonl"
 
@@ -118,7 +118,7 @@ check refused_kind "findings: $f" -- test "$(jq -r '.[0].kind + " " + (.[0].rank
 check refused_retries "no retry hypothesis: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("connects fail .* gives up after 5 retries, 1.5 s of sleeps \\(NCCL_SOCKET_RETRY_CNT=5")' <<<"$f"
 check refused_setting_read "NCCL_SOCKET_RETRY_CNT not as NCCL read it" -- \
-	test "$(jq -r '.[0].settings.NCCL_SOCKET_RETRY_CNT | "\(.value) \(.source)"' <<<"$f")" = "5 read"
+	test "$(first_setting "$f" NCCL_SOCKET_RETRY_CNT)" = "5 read"
 check refused_warn "NCCL's WARN not in the evidence" -- \
 	jqe '.[0].evidence | map(select(test("NCCL WARN on rank 1 .*exceeded error retry count"))) | length == 1' <<<"$f"
 check refused_fake_name "NCCL_SOCKET_TIMEOUT not called out" -- \
@@ -168,7 +168,7 @@ check ib_error_status "$(jq -r '.[0].summary' <<<"$f")" -- \
 check ib_error_window "$(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("tried for 0.3 s .*NCCL_IB_TIMEOUT=14, NCCL_IB_RETRY_CNT=3")' <<<"$f"
 check ib_error_settings "NCCL_IB_TIMEOUT not as NCCL read it" -- \
-	test "$(jq -r '.[0].settings.NCCL_IB_TIMEOUT | "\(.value) \(.source)"' <<<"$f")" = "14 read"
+	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "14 read"
 check ib_error_exit "the rank's exit is not in the evidence" -- \
 	jqe '.[0].evidence | map(select(test("exited with status 5 afterwards"))) | length == 1' <<<"$f"
 pkill -9 -f "$NJ" 2>/dev/null

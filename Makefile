@@ -133,7 +133,7 @@ $(BUSBW): tests/gpu/busbw.c | $(OUTPUT)
 gpu: static $(BUSBW)
 
 format:
-	$(Q)clang-format -i $(wildcard bpf/*.c user/*.c user/*.h include/*.h tests/unit/*.c tests/demo/*.c tests/gpu/*.c)
+	$(Q)clang-format -i $(wildcard bpf/*.c user/*.c user/*.h include/*.h tests/unit/*.c tests/demo/*.c tests/gpu/*.c tests/fixtures/*.c tests/fixtures/*.h tests/bench/*.c)
 
 clean:
 	$(Q)rm -rf $(OUTPUT)

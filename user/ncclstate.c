@@ -538,10 +538,14 @@ static bool first_member(const struct nccl_state *s, int i, int k)
 /* Straggler evidence: in each communicator that moves, who alone has launched the fewest. */
 static void compare_ranks(struct nccl_state *s, uint64_t now)
 {
+	int total = 0;
+
+	for (int i = 0; i < s->n; i++)
+		total += s->p[i].ncomm;
 	for (int i = 0; i < s->n; i++)
 		for (int k = 0; k < s->p[i].ncomm; k++) {
-			struct snap_comm *c = &s->p[i].comm[k].sc, *m;
-			uint64_t lo = UINT64_MAX, hi = 0, moved = 0, tot;
+			struct snap_comm *c = &s->p[i].comm[k].sc, *mem[total > 0 ? total : 1];
+			uint64_t lo = UINT64_MAX, hi = 0, moved = 0, tot[total > 0 ? total : 1];
 			int nlo = 0, nm = 0;
 
 			/* once per communicator: at its first member in this walk */
@@ -549,37 +553,33 @@ static void compare_ranks(struct nccl_state *s, uint64_t now)
 				continue;
 			for (int j = 0; j < s->n; j++)
 				for (int l = 0; l < s->p[j].ncomm; l++) {
-					m = &s->p[j].comm[l].sc;
+					struct snap_comm *m = &s->p[j].comm[l].sc;
+
 					if (m->hash != c->hash || !usable(&s->p[j].comm[l]))
 						continue;
-					tot = 0;
+					tot[nm] = 0;
 					for (int f = 0; f < NSEQ; f++)
-						tot += m->seq[f];
-					nlo = tot < lo ? 1 : nlo + (tot == lo);
-					lo = tot < lo ? tot : lo;
-					hi = tot > hi ? tot : hi;
+						tot[nm] += m->seq[f];
+					nlo = tot[nm] < lo ? 1 : nlo + (tot[nm] == lo);
+					lo = tot[nm] < lo ? tot[nm] : lo;
+					hi = tot[nm] > hi ? tot[nm] : hi;
 					moved = m->changed_ns > moved ? m->changed_ns : moved;
-					nm++;
+					mem[nm++] = m;
 				}
 			if (nm < 2 || now - moved > PROGRESS_WINDOW_NS)
 				continue;
-			for (int j = 0; j < s->n; j++)
-				for (int l = 0; l < s->p[j].ncomm; l++) {
-					m = &s->p[j].comm[l].sc;
-					if (m->hash != c->hash || !usable(&s->p[j].comm[l]))
-						continue;
-					tot = 0;
-					for (int f = 0; f < NSEQ; f++)
-						tot += m->seq[f];
-					m->differ_bits = m->differ_bits << 1 | (lo != hi);
-					m->behind_bits = m->behind_bits << 1 |
-							 (lo != hi && tot == lo && nlo == 1);
-					m->nsamples += m->nsamples < 64;
-					if (!m->behind_bits)
-						m->behind_since_ns = 0;
-					else if (!m->behind_since_ns)
-						m->behind_since_ns = now;
-				}
+			for (int j = 0; j < nm; j++) {
+				struct snap_comm *m = mem[j];
+
+				m->differ_bits = m->differ_bits << 1 | (lo != hi);
+				m->behind_bits = m->behind_bits << 1 |
+						 (lo != hi && tot[j] == lo && nlo == 1);
+				m->nsamples += m->nsamples < 64;
+				if (!m->behind_bits)
+					m->behind_since_ns = 0;
+				else if (!m->behind_since_ns)
+					m->behind_since_ns = now;
+			}
 		}
 }
 

@@ -76,17 +76,11 @@ check warning_text "WARN text not captured" -- \
 
 # --- silent setup blocking, which NCCL never reports: the right kind, rank 1, in time ---
 THRESH=2
-setup_fault() { # FAULT KIND
-	local D=$TMP/$1.jsonl OUT=$TMP/$1.out f t0 t1
-	"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 6 --fault "$1" --fault-rank 1 \
-		--fault-for 5 --timeout 12 >"$OUT" 2>&1
-	f=$(findings "$D")
-	check "${1}_kind" "findings: $f" -- test "$(jq -r '.[0].kind' <<<"$f")" = "$2"
-	check "${1}_rank" "named rank $(jq -r '.[0].rank' <<<"$f")" -- \
-		test "$(jq -r '.[0].rank' <<<"$f")" = 1
-	check "${1}_one" "$(jq length <<<"$f") findings" -- test "$(jq length <<<"$f")" = 1
-	t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$OUT" | head -1)
-	t1=$(opened_ns "$D" "$2")
+# latency_check NAME OUT DUMP KIND: the finding opened within threshold + 1 s of the job's marker
+latency_check() {
+	local t0 t1
+	t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$2" | head -1)
+	t1=$(opened_ns "$3" "$4")
 	if [ -n "$t0" ] && [ -n "$t1" ]; then
 		echo "# $1: detected $(((t1 - t0) / 1000000)) ms after the fault (threshold ${THRESH}s)"
 		check "${1}_latency" "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
@@ -94,6 +88,17 @@ setup_fault() { # FAULT KIND
 	else
 		fail "${1}_latency" "no fault marker ($t0) or no finding ($t1)"
 	fi
+}
+setup_fault() { # FAULT KIND
+	local D=$TMP/$1.jsonl OUT=$TMP/$1.out f
+	"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 6 --fault "$1" --fault-rank 1 \
+		--fault-for 5 --timeout 12 >"$OUT" 2>&1
+	f=$(findings "$D")
+	check "${1}_kind" "findings: $f" -- test "$(jq -r '.[0].kind' <<<"$f")" = "$2"
+	check "${1}_rank" "named rank $(jq -r '.[0].rank' <<<"$f")" -- \
+		test "$(jq -r '.[0].rank' <<<"$f")" = 1
+	check "${1}_one" "$(jq length <<<"$f") findings" -- test "$(jq length <<<"$f")" = 1
+	latency_check "$1" "$OUT" "$D" "$2"
 	pkill -9 -f "$NJ" 2>/dev/null
 }
 setup_fault ring-setup ring_setup_blocked
@@ -127,7 +132,7 @@ pkill -9 -f "$NJ" 2>/dev/null
 
 # --- collectives that do not match, and a straggler: NCCL's own counters name the rank ---
 coll_fault() { # NAME FAULT KIND RANK TIMEOUT [nccltrace options...]
-	local name=$1 fault=$2 kind=$3 rank=$4 timeout=$5 D=$TMP/$1.jsonl OUT=$TMP/$1.out f t0 t1
+	local name=$1 fault=$2 kind=$3 rank=$4 timeout=$5 D=$TMP/$1.jsonl OUT=$TMP/$1.out f
 	shift 5
 	"$NT" run -t $THRESH "$@" --dump "$D" -- "$NJ" --ranks 3 --iters 24 --fault "$fault" \
 		--fault-rank "$rank" --fault-for 0.3 --timeout "$timeout" >"$OUT" 2>&1
@@ -139,13 +144,7 @@ coll_fault() { # NAME FAULT KIND RANK TIMEOUT [nccltrace options...]
 	check "${name}_comm" "no communicator named" -- \
 		test "$(jq -r '.[0].comm_hash' <<<"$f")" = \
 		"$(jq -r 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter") | .comm_hash' "$D" | head -1)"
-	t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$OUT" | head -1)
-	t1=$(opened_ns "$D" "$kind")
-	if [ "$kind" != straggler ] && [ -n "$t0" ] && [ -n "$t1" ]; then
-		echo "# $name: detected $(((t1 - t0) / 1000000)) ms after the fault (threshold ${THRESH}s)"
-		check "${name}_latency" "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
-			test $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
-	fi
+	[ "$kind" != straggler ] && latency_check "$name" "$OUT" "$D" "$kind"
 	pkill -9 -f "$NJ" 2>/dev/null
 }
 coll_fault mismatch mismatch collective_mismatch 1 6
@@ -202,10 +201,7 @@ check unreachable_local_port "the connect's local port is missing" -- \
 	jqe '.[0].conn | test("^127.0.0.1:[1-9][0-9]*->")' <<<"$f"
 check unreachable_hypothesis "no dropped-packets hypothesis: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("are dropped .* SYN timeout")' <<<"$f"
-t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$TMP/unreachable.out" | head -1)
-t1=$(opened_ns "$D" ring_setup_blocked)
-check unreachable_latency "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
-	test -n "$t0" -a -n "$t1" -a $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
+latency_check unreachable "$TMP/unreachable.out" "$D" ring_setup_blocked
 pkill -9 -f "$NJ" 2>/dev/null
 D=$TMP/refused-default.jsonl
 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault refused --fault-rank 1 \
@@ -217,10 +213,7 @@ check refused_retrying_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
 	jqe '.[0].summary | test("its connects to 127.0.0.1:[0-9]+ fail and NCCL retries them silently \\([0-9]+ so far\\); waiting for it: ranks 0,2")' <<<"$f"
 check refused_retrying_window "no retry window: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("gives up after 34 retries, 59.5 s of sleeps")' <<<"$f"
-t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$TMP/refused-default.out" | head -1)
-t1=$(opened_ns "$D" ring_setup_blocked)
-check refused_retrying_latency "detected $(((t1 - t0) / 1000000)) ms after the fault" -- \
-	test -n "$t0" -a -n "$t1" -a $((t1 - t0)) -le $(((THRESH + 1) * 1000000000))
+latency_check refused_retrying "$TMP/refused-default.out" "$D" ring_setup_blocked
 pkill -9 -f "$NJ" 2>/dev/null
 
 # --- a stripped library: warned about, socket tracing and diagnosis go on ---

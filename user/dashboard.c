@@ -174,10 +174,25 @@ static const struct prev *prev_of(const struct dashboard *d, uint64_t id)
 	return NULL;
 }
 
+/* The connection pid waits on, computed once per process and kept in wait (-2: not yet). */
+static int waiting_of(const struct snapshot *s, const struct diag_config *cfg, int *wait, int pid)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].pid == pid) {
+			if (wait[i] == -2)
+				wait[i] = cfg ? diagnose_waiting_conn(s, cfg, pid) : -1;
+			return wait[i];
+		}
+	return -1;
+}
+
 static void build_conns(struct dashboard *d, const struct snapshot *s, const struct dash_info *in,
 			enum tui_sort sort)
 {
-	int n = 0, np = 0;
+	int n = 0, np = 0, wait[s->nprocs > 0 ? s->nprocs : 1];
+
+	for (int i = 0; i < s->nprocs; i++)
+		wait[i] = -2;
 
 	for (int i = 0; i < s->nconns; i++) {
 		const struct snap_conn *sc = &s->conns[i];
@@ -209,7 +224,7 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 		t->retrans = c->retrans;
 		t->rtt_us = c->srtt_us;
 		t->queue = c->send_q;
-		t->waiting = in->cfg && diagnose_waiting_conn(s, in->cfg, sc->pid) == i;
+		t->waiting = waiting_of(s, in->cfg, wait, sc->pid) == i;
 	}
 	/* the counters of this snapshot are the next one's previous */
 	{

@@ -174,6 +174,57 @@ static bool ranks_differ(const struct snapshot *s, const char *name, char *ranks
 	return true;
 }
 
+/* p's setting name, found at position j first: ranks read their settings in the same order */
+static const struct snap_setting *setting_at(const struct snap_proc *p, int j, const char *name)
+{
+	if (j < p->nset && !strcmp(p->set[j].name, name))
+		return &p->set[j];
+	return proc_setting(p, name);
+}
+
+static bool same_setting(const struct snap_setting *a, const struct snap_setting *b)
+{
+	return a && b && same_value(a->value, b->value);
+}
+
+static void add_name(const char **v, int *n, int max, const char *name)
+{
+	for (int i = 0; i < *n; i++)
+		if (!strcmp(v[i], name))
+			return;
+	if (*n < max)
+		v[(*n)++] = name;
+}
+
+/*
+ * Names whose entries are not the same on every rank, each once: every rank is compared with
+ * the first, by position, so the usual case (same settings, same order) costs one pass.
+ * ranks_differ() decides, with NCCL's defaults for the ones a rank lacks.
+ */
+static int differing_names(const struct snapshot *s, const char **out, int max)
+{
+	const struct snap_proc *ref = NULL;
+	int n = 0;
+
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+
+		if (p->rank < 0 || !p->nset)
+			continue;
+		if (!ref) {
+			ref = p;
+			continue;
+		}
+		for (int j = 0; j < p->nset; j++)
+			if (!same_setting(setting_at(ref, j, p->set[j].name), &p->set[j]))
+				add_name(out, &n, max, p->set[j].name);
+		for (int j = 0; j < ref->nset; j++)
+			if (!setting_at(p, j, ref->set[j].name))
+				add_name(out, &n, max, ref->set[j].name);
+	}
+	return n;
+}
+
 static struct finding_setting *add_setting(const struct snapshot *s, struct finding *f,
 					   const struct snap_proc *p, const char *name)
 {
@@ -433,18 +484,21 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 		    ranks);
 	}
 	/* any other NCCL setting the ranks disagree on */
-	for (int i = 0; i < s->nprocs; i++)
-		for (int j = 0; j < s->procs[i].nset; j++) {
-			const char *name = s->procs[i].set[j].name;
+	{
+		const char *cand[32];
+		int nc = differing_names(s, cand, 32);
 
-			if (strcmp(name, "NCCL_SOCKET_IFNAME") &&
-			    ranks_differ(s, name, ranks, sizeof(ranks))) {
-				struct finding_setting *fs = add_setting(s, f, who, name);
+		for (int i = 0; i < nc; i++) {
+			struct finding_setting *fs;
 
-				if (fs)
-					hyp(&h, 55, "%s differs across ranks (%s)", name, ranks);
-			}
+			if (!strcmp(cand[i], "NCCL_SOCKET_IFNAME") ||
+			    !ranks_differ(s, cand[i], ranks, sizeof(ranks)))
+				continue;
+			fs = add_setting(s, f, who, cand[i]);
+			if (fs)
+				hyp(&h, 55, "%s differs across ranks (%s)", cand[i], ranks);
 		}
+	}
 	/* names that look like settings but that NCCL never reads */
 	for (int k = 0; k < ninv; k++)
 		for (int j = 0; j < inv[k]->nset; j++) {

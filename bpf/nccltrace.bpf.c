@@ -175,22 +175,31 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 key = (__u64)sk;
-	struct nt_conn *c;
+	struct nt_conn *c = bpf_map_lookup_elem(&conns, &key);
 	__u64 now;
 
-	if (!tgid_traced(pid_tgid >> 32))
-		return;
-	c = bpf_map_lookup_elem(&conns, &key);
-	now = bpf_ktime_get_ns();
+	/*
+	 * Every connection in the map belongs to a traced process, so the traced-process lookup
+	 * (the dearest step here) is only needed for a socket not seen yet, or for a call from
+	 * another process on a known one (a socket handed over). The usual call is the same
+	 * thread on the same socket again.
+	 */
 	if (!c) {
-		if (!sk_is_tcp(sk))
+		if (!tgid_traced(pid_tgid >> 32) || !sk_is_tcp(sk))
 			return;
+		now = bpf_ktime_get_ns();
 		c = conn_create(sk, pid_tgid, now, 0);
 		if (!c)
 			return;
+	} else {
+		if (c->tid != (__u32)pid_tgid) {
+			if (c->tgid != pid_tgid >> 32 && !tgid_traced(pid_tgid >> 32))
+				return;
+			c->tgid = pid_tgid >> 32;
+			c->tid = (__u32)pid_tgid;
+		}
+		now = bpf_ktime_get_ns();
 	}
-	c->tgid = pid_tgid >> 32;
-	c->tid = (__u32)pid_tgid;
 	/* the spin path (NCCL's proxy waiting for data) stays minimal: one atomic, three stores */
 	if (ret == -EAGAIN) {
 		if (send) {

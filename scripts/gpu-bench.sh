@@ -7,12 +7,19 @@
 # the time per all_reduce; then nccltrace's CPU use and NCCL probe events per second.
 #   make gpu                                  (here: build/nccltrace-static, build/busbw)
 #   scripts/gpu-bench.sh [REPS]               (there; $OUT for the raw results)
+# TRANSPORTS (default "nvlink sockets") and MODES (default "none default collectives") narrow a
+# run; MAX_SOCKETS (64M) and MAX_NVLINK (1G) bound the sizes. Mode "alt" is the default mode
+# with the build in $NT_ALT: an A/B of two builds of nccltrace, in one interleaved run.
+# BUDGET_S stops starting repetitions after that many seconds (the summary covers those done).
 set -u
 cd "$(dirname "$0")/.."
 REPS=${1:-3}
 NT=${NT:-build/nccltrace-static}
 BW=${BW:-build/busbw}
 OUT=${OUT:-gpu-out}
+NT_ALT=${NT_ALT:-}
+read -r -a TRS <<<"${TRANSPORTS:-nvlink sockets}"
+read -r -a modes <<<"${MODES:-none default collectives}"
 mkdir -p "$OUT/bench"
 NCCL_DIR=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib"))' 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -21,29 +28,41 @@ SOCK=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
 echo "libnccl: ${NCCL_DIR:-as the loader finds it}; $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 
 run() { # TRANSPORT MODE REP
-	local tr=$1 mode=$2 rep=$3 max=1G f=$OUT/bench/$1-$2-$3
+	local tr=$1 mode=$2 rep=$3 max=${MAX_NVLINK:-1G} f=$OUT/bench/$1-$2-$3
 	local envs=(PATH="$PATH")
-	[ "$tr" = sockets ] && envs=("${SOCK[@]}") && max=64M
+	[ "$tr" = sockets ] && envs=("${SOCK[@]}") && max=${MAX_SOCKETS:-64M}
 	case $mode in
 	none) env "${envs[@]}" "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
 	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
 	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
+	alt) env "${envs[@]}" "$NT_ALT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
 	esac || echo "run $tr $mode $rep failed: $(tail -2 "$f.err")"
 }
 
-modes=(none default collectives)
+nm=${#modes[@]}
+if [[ " ${modes[*]} " == *" alt "* && ! -x "$NT_ALT" ]]; then
+	echo "gpu-bench: mode alt needs NT_ALT, the other build of nccltrace" >&2
+	exit 64
+fi
+done_reps=0
 for rep in $(seq 1 "$REPS"); do
-	for tr in nvlink sockets; do
-		for k in 0 1 2; do
-			run $tr "${modes[$(((k + rep) % 3))]}" "$rep"
+	if [ -n "${BUDGET_S:-}" ] && [ "$SECONDS" -ge "$BUDGET_S" ]; then
+		echo "budget of ${BUDGET_S}s spent: stopping after $done_reps repetitions"
+		break
+	fi
+	for tr in "${TRS[@]}"; do
+		for k in $(seq 0 $((nm - 1))); do
+			run "$tr" "${modes[$(((k + rep) % nm))]}" "$rep"
 		done
 	done
-	echo "repetition $rep done"
+	echo "repetition $rep done (${SECONDS}s)"
+	done_reps=$rep
 done
 
-python3 - "$OUT/bench" "$REPS" <<'PY'
+python3 - "$OUT/bench" "$done_reps" "${TRS[*]}" "${modes[*]}" <<'PY'
 import glob, json, os, statistics, sys
-d, reps = sys.argv[1], int(sys.argv[2])
+d, reps, trs, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+names = {"default": "default", "collectives": "--collectives", "alt": "default, NT_ALT build"}
 def table(tr, mode):
     per = {}
     for rep in range(1, reps + 1):
@@ -61,21 +80,26 @@ def size(b):
         if b >= m:
             return f"{b // m} {u}"
     return f"{b} B"
-for tr in ("nvlink", "sockets"):
-    t = {m: table(tr, m) for m in ("none", "default", "collectives")}
+traced = [m for m in modes if m != "none"]
+for tr in trs:
+    t = {m: table(tr, m) for m in modes}
+    if "none" not in t or not traced:
+        continue
     print(f"\n{tr}: median of {reps} interleaved runs per mode")
-    print("| size | busbw GB/s untraced | default (ratio) | --collectives (ratio) | us per all_reduce untraced | default (added) | --collectives (added) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| size | busbw GB/s untraced | " + " | ".join(f"{names[m]} (ratio)" for m in traced)
+          + " | us per all_reduce untraced | " + " | ".join(f"{names[m]} (added)" for m in traced) + " |")
+    print("|---" * (3 + 2 * len(traced)) + "|")
     for b in sorted(t["none"]):
-        n, df, co = t["none"][b], t["default"].get(b), t["collectives"].get(b)
-        if not df or not co:
+        n = t["none"][b]
+        got = [t[m].get(b) for m in traced]
+        if not all(got):
             continue
         # the ratio of times: busbw at a few bytes rounds to 0.00
-        r1, r2 = n[0] / df[0], n[0] / co[0]
-        a1, a2 = 100 * (df[0] / n[0] - 1), 100 * (co[0] / n[0] - 1)
-        print(f"| {size(b)} | {n[1]:.2f} | {df[1]:.2f} ({r1:.3f}) | {co[1]:.2f} ({r2:.3f}) | {n[0]:.1f} | {df[0]:.1f} ({a1:+.1f}%) | {co[0]:.1f} ({a2:+.1f}%) |")
+        bw = " | ".join(f"{g[1]:.2f} ({n[0] / g[0]:.3f})" for g in got)
+        us = " | ".join(f"{g[0]:.1f} ({100 * (g[0] / n[0] - 1):+.1f}%)" for g in got)
+        print(f"| {size(b)} | {n[1]:.2f} | {bw} | {n[0]:.1f} | {us} |")
 print("\nnccltrace itself (per traced run):")
-for mode in ("default", "collectives"):
+for mode in traced:
     cpu, ev = [], []
     for p in glob.glob(f"{d}/*-{mode}-*.jsonl"):
         start = end = None; nccl = 0; tot = {}; setup = 0

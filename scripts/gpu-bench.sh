@@ -10,6 +10,8 @@
 # TRANSPORTS (default "nvlink sockets") and MODES (default "none default collectives") narrow a
 # run; MAX_SOCKETS (64M) and MAX_NVLINK (1G) bound the sizes. Mode "alt" is the default mode
 # with the build in $NT_ALT: an A/B of two builds of nccltrace, in one interleaved run.
+# Mode "always" is the default mode with --tcp-hooks always (quiet mode off). PRE_S (default 3)
+# runs busbw --pre: untimed all_reduces first, so that sizes are timed in a job's steady state.
 # BUDGET_S stops starting repetitions after that many seconds (the summary covers those done).
 set -u
 cd "$(dirname "$0")/.."
@@ -32,10 +34,11 @@ run() { # TRANSPORT MODE REP
 	local envs=(PATH="$PATH")
 	[ "$tr" = sockets ] && envs=("${SOCK[@]}") && max=${MAX_SOCKETS:-64M}
 	case $mode in
-	none) env "${envs[@]}" "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
-	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
-	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
-	alt) env "${envs[@]}" "$NT_ALT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max >"$f.txt" 2>"$f.err" ;;
+	none) env "${envs[@]}" "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	alt) env "${envs[@]}" "$NT_ALT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	always) env "${envs[@]}" "$NT" run --no-tui --tcp-hooks always --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
 	esac || echo "run $tr $mode $rep failed: $(tail -2 "$f.err")"
 }
 
@@ -62,7 +65,8 @@ done
 python3 - "$OUT/bench" "$done_reps" "${TRS[*]}" "${modes[*]}" <<'PY'
 import glob, json, os, statistics, sys
 d, reps, trs, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-names = {"default": "default", "collectives": "--collectives", "alt": "default, NT_ALT build"}
+names = {"default": "default", "collectives": "--collectives", "alt": "default, NT_ALT build",
+         "always": "--tcp-hooks always"}
 def table(tr, mode):
     per = {}
     for rep in range(1, reps + 1):
@@ -100,9 +104,9 @@ for tr in trs:
         print(f"| {size(b)} | {n[1]:.2f} | {bw} | {n[0]:.1f} | {us} |")
 print("\nnccltrace itself (per traced run):")
 for mode in traced:
-    cpu, ev = [], []
+    cpu, ev, quiet = [], [], []
     for p in glob.glob(f"{d}/*-{mode}-*.jsonl"):
-        start = end = None; nccl = 0; tot = {}; setup = 0
+        start = end = None; nccl = 0; tot = {}; setup = 0; quiet_from = None
         for line in open(p):
             try:
                 r = json.loads(line)
@@ -112,13 +116,19 @@ for mode in traced:
                 start = r.get("start_ns"); setup = r.get("setup_cpu_s", 0)
             if r.get("type") == "nccl":
                 nccl += 1
+            if r.get("type") == "tcp_hooks" and not r.get("on") and quiet_from is None:
+                quiet_from = r.get("ts_ns")
             if r.get("type") == "footer":
                 end = r.get("ts_ns"); tot = r.get("totals", {})
         if start and end and end > start:
             dur = (end - start) / 1e9
             cpu.append(100 * (tot.get("tracer_cpu_s", 0) - setup) / dur)
             ev.append(nccl / dur)
+            if quiet_from:
+                quiet.append((quiet_from - start) / 1e9)
     if cpu:
         print(f"  {mode}: tracer CPU {statistics.median(cpu):.2f}% of one core after loading the BPF programs, "
               f"NCCL probe events {statistics.median(ev):.0f}/s over the job")
+        print(f"    quiet mode (TCP hooks off) in {len(quiet)} of {len(cpu)} runs"
+              + (f", from {statistics.median(quiet):.1f} s after the start (median)" if quiet else ""))
 PY

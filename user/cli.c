@@ -55,6 +55,9 @@ const char cli_run_help[] =
 	"      --collectives          a probe per collective (type, count, root): costs several\n"
 	"                             microseconds per collective; collective counts are read\n"
 	"                             from NCCL's own counters without it\n"
+	"      --tcp-hooks WHEN       auto (default): the per-call TCP hooks come off while every\n"
+	"                             NCCL communicator keeps moving and no rank is in setup,\n"
+	"                             and back on within 0.5 s of any stop; always: never off\n"
 	"  -v, --verbose              more detail (-vv: libbpf debug output)\n"
 	"  -h, --help                 this help\n"
 	"\n"
@@ -196,7 +199,7 @@ static void bad_option(int c, int argc, char **argv, char *err, size_t errlen)
 
 int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t errlen)
 {
-	enum { OPT_NO_TUI = 256, OPT_MODE, OPT_NCCL_LIB, OPT_COLLECTIVES };
+	enum { OPT_NO_TUI = 256, OPT_MODE, OPT_NCCL_LIB, OPT_COLLECTIVES, OPT_TCP_HOOKS };
 	static const struct option longopts[] = {
 		{"dump", required_argument, NULL, 'o'},
 		{"stall-threshold", required_argument, NULL, 't'},
@@ -205,6 +208,7 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t e
 		{"attach-mode", required_argument, NULL, OPT_MODE},
 		{"nccl-lib", required_argument, NULL, OPT_NCCL_LIB},
 		{"collectives", no_argument, NULL, OPT_COLLECTIVES},
+		{"tcp-hooks", required_argument, NULL, OPT_TCP_HOOKS},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{},
@@ -254,6 +258,14 @@ int cli_parse_run(int argc, char **argv, struct run_opts *o, char *err, size_t e
 			break;
 		case OPT_COLLECTIVES:
 			o->collectives = true;
+			break;
+		case OPT_TCP_HOOKS:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "always")) {
+				snprintf(err, errlen, "--tcp-hooks '%s': expected auto or always",
+					 optarg);
+				return -1;
+			}
+			o->tcp_always = !strcmp(optarg, "always");
 			break;
 		case 'v':
 			o->verbose++;

@@ -30,6 +30,7 @@ struct run_opts {
 	enum nt_attach_mode mode;
 	const char *nccl_lib; /* --nccl-lib: probe this library from the start */
 	bool collectives;     /* --collectives: a probe per collective (costly) */
+	bool tcp_always;      /* --tcp-hooks always: never detach the per-call TCP hooks */
 	char **cmd;	      /* NULL-terminated, points into argv */
 	int ncmd;
 	bool help;

@@ -110,6 +110,14 @@ static uint64_t conn_progress(const struct snap_conn *c)
 	return t;
 }
 
+/* Progress of a connection as the diagnosis may read it: nothing counted while hooks were off */
+static uint64_t conn_seen_progress(const struct snapshot *s, const struct snap_conn *c)
+{
+	uint64_t t = conn_progress(c);
+
+	return s->tcp_resumed_ns > t ? s->tcp_resumed_ns : t;
+}
+
 static bool conn_is_data(const struct snap_conn *c)
 {
 	return !(c->c.flags & NT_CONN_LISTENER) && !c->ras;
@@ -125,12 +133,13 @@ static bool conn_is_self(const struct snap_conn *c)
 }
 
 /* Is the owner still trying this connection, and since when has it got nowhere? */
-static bool conn_tried(const struct snap_conn *c, const struct diag_config *cfg, uint64_t now)
+static bool conn_tried(const struct snapshot *s, const struct snap_conn *c,
+		       const struct diag_config *cfg, uint64_t now)
 {
 	if (c->closed)
 		return false;
 	if (c->c.last_eagain_ns && now - c->c.last_eagain_ns <= cfg->active_window_ns &&
-	    c->c.last_eagain_ns > conn_progress(c))
+	    c->c.last_eagain_ns > conn_seen_progress(s, c))
 		return true;
 	/*
 	 * Blocked in a call on it right now is trying, however recently the thread went back in:
@@ -160,11 +169,11 @@ int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cf
 		const struct snap_conn *c = &s->conns[i];
 
 		if (c->pid != pid || !conn_is_data(c) || conn_is_self(c) ||
-		    !conn_tried(c, cfg, s->now_ns) ||
-		    s->now_ns - conn_progress(c) <= cfg->stall_threshold_ns)
+		    !conn_tried(s, c, cfg, s->now_ns) ||
+		    s->now_ns - conn_seen_progress(s, c) <= cfg->stall_threshold_ns)
 			continue;
-		if (conn_progress(c) < best_t) {
-			best_t = conn_progress(c);
+		if (conn_seen_progress(s, c) < best_t) {
+			best_t = conn_seen_progress(s, c);
 			best = i;
 		}
 	}
@@ -322,7 +331,7 @@ static void waiter_evidence(const struct snapshot *s, struct finding *f, int ci)
 	const struct snap_proc *w = snapshot_proc(s, c->pid);
 	const struct snap_proc *peer = c->peer_pid > 0 ? snapshot_proc(s, c->peer_pid) : NULL;
 	char wn[48], pn[48], tup[112], n1[16], qb[24];
-	double age = (double)(s->now_ns - conn_progress(c)) / NT_NSEC_PER_SEC;
+	double age = (double)(s->now_ns - conn_seen_progress(s, c)) / NT_NSEC_PER_SEC;
 
 	snap_proc_name(w, c->pid, wn, sizeof(wn));
 	if (peer)
@@ -1179,6 +1188,70 @@ static void straggler_findings(const struct snapshot *s, const struct diag_confi
 	}
 }
 
+/* Why the per-call hooks must be on now, or NULL if the job may run quiet. */
+static const char *quiet_blocker(const struct snapshot *s, const struct diag_config *cfg,
+				 int open_findings, char *buf, size_t len)
+{
+	const struct snap_comm *stopped = NULL;
+	int counted = 0;
+
+	if (open_findings > 0)
+		return "a finding is open";
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+
+		if (p->exited || !p->nccl_setup)
+			continue;
+		if (p->rank < 0)
+			return "a process in NCCL setup";
+		snprintf(buf, len, "rank %d in NCCL setup", p->rank);
+		return buf;
+	}
+	for (int i = 0; i < s->nconns; i++)
+		if (s->conns[i].c.state == TCP_SYN_SENT && !s->conns[i].closed)
+			return "a connect in progress";
+	for (int i = 0; i < s->ncomms; i++) {
+		const struct snap_comm *c = &s->comms[i];
+		const struct snap_proc *p = snapshot_proc(s, c->pid);
+
+		if (c->destroyed || !c->seq_ok || !p || p->exited)
+			continue;
+		counted++;
+		/* the one stopped the longest: where a stall starts, the rank behind stops first */
+		if (s->now_ns - c->changed_ns > cfg->quiet_recent_ns &&
+		    (!stopped || c->changed_ns < stopped->changed_ns))
+			stopped = c;
+	}
+	if (stopped) {
+		snprintf(buf, len, "rank %d's collectives stopped on comm %016llx", stopped->rank,
+			 (unsigned long long)stopped->hash);
+		return buf;
+	}
+	return counted ? NULL : "no NCCL communicator progressing";
+}
+
+bool diagnose_quiet(const struct snapshot *s, const struct diag_config *cfg, int open_findings,
+		    struct quiet *q)
+{
+	char buf[96];
+	const char *why = cfg->quiet_hold_ns
+				  ? quiet_blocker(s, cfg, open_findings, buf, sizeof(buf))
+				  : "--tcp-hooks always";
+
+	if (why) {
+		if (q->off)
+			snprintf(q->why_on, sizeof(q->why_on), "%s", why);
+		q->off = false;
+		q->eligible_ns = 0;
+		return false;
+	}
+	if (!q->eligible_ns)
+		q->eligible_ns = s->now_ns;
+	if (!q->off && s->now_ns - q->eligible_ns >= cfg->quiet_hold_ns)
+		q->off = true;
+	return q->off;
+}
+
 int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct finding *out, int max)
 {
 	int wait[s->nprocs > 0 ? s->nprocs : 1];
@@ -1223,13 +1296,13 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 		/* direct waiters: their connection's peer is the culprit (or goes to its address) */
 		if (wc->peer_pid == cul[i].pid || (cul[i].pid == 0 && wait[i] == cul[i].conn) ||
 		    cul[i].cycle) {
-			uint64_t prog = conn_progress(wc);
+			uint64_t prog = conn_seen_progress(s, wc);
 
 			/* the longest waiter's last progress */
 			if (!f->since_ns || prog < f->since_ns)
 				f->since_ns = prog;
 			if (!f->peer_pid || f->conn < 0 ||
-			    conn_progress(wc) < conn_progress(&s->conns[f->conn])) {
+			    conn_seen_progress(s, wc) < conn_seen_progress(s, &s->conns[f->conn])) {
 				f->peer_pid = s->procs[i].pid;
 				f->peer_rank = s->procs[i].rank;
 				f->conn = wait[i];

@@ -44,6 +44,18 @@ struct diag_config {
 	int straggler_samples;
 	/* a connection whose owner called send/recv within this window is still being tried */
 	uint64_t active_window_ns;
+	/*
+	 * Quiet mode: the per-call TCP hooks come off once every communicator has moved within
+	 * quiet_recent_ns at each tick for quiet_hold_ns (0: never off, --tcp-hooks always).
+	 */
+	uint64_t quiet_hold_ns, quiet_recent_ns;
+};
+
+/* Quiet mode, from tick to tick. */
+struct quiet {
+	bool off;	      /* the per-call hooks are (to be) detached */
+	uint64_t eligible_ns; /* since when the job has been quiet-eligible, 0 if it is not */
+	char why_on[96];      /* why they came back on (the last change), for the dump */
 };
 
 struct finding {
@@ -72,6 +84,15 @@ struct finding {
 
 const char *finding_kind_name(enum finding_kind k);
 int finding_kind_parse(const char *s); /* -1 if unknown */
+
+/*
+ * Should the per-call TCP hooks be off now? Off only while every live communicator's counters
+ * keep moving (NCCL's own progress, read from memory), no rank is in NCCL setup and nothing is
+ * open: then the counters tell everything the sockets would. Any communicator that stops for
+ * quiet_recent_ns, a rank in setup, or a finding turns them back on at once. Returns q->off.
+ */
+bool diagnose_quiet(const struct snapshot *s, const struct diag_config *cfg, int open_findings,
+		    struct quiet *q);
 
 /* Fills up to max findings; returns how many. */
 int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct finding *out, int max);

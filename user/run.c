@@ -42,6 +42,9 @@
 #define DRAW_EVERY_NS	  (500 * 1000000ULL) /* the dashboard at 2 Hz */
 #define SNAPSHOT_EVERY_NS NT_NSEC_PER_SEC
 #define MAX_FINDINGS	  64
+/* quiet mode: every communicator moving for 2 s; back on after 0.5 s without a collective */
+#define QUIET_HOLD_NS	(2 * NT_NSEC_PER_SEC)
+#define QUIET_RECENT_NS (NT_NSEC_PER_SEC / 2)
 /* of the last 64 ticks (12.8 s) in which a communicator moved: a quarter behind is a straggler */
 #define STRAGGLER_SAMPLES 16
 
@@ -72,6 +75,8 @@ struct session {
 	int log_fd;
 	int saved_stderr;
 	uint64_t start_ns, last_draw_ns;
+	struct quiet quiet;	 /* quiet mode: the per-call TCP hooks off while NCCL moves */
+	uint64_t tcp_resumed_ns; /* when they last came back on */
 	bool detached;
 	char cmdline[256];
 	char host[256];
@@ -424,10 +429,11 @@ static void check_losses(struct session *s)
 
 static void draw(struct session *s, bool fresh)
 {
+	char mode[64];
 	struct dash_info in = {
 		.cmd = s->cmdline,
 		.start_ns = s->start_ns,
-		.mode = cli_mode_name(tracer__mode(s->tracer)),
+		.mode = mode,
 		.lost = s->stats[NT_STAT_RB_DROP] + s->stats[NT_STAT_CONN_FULL] +
 			s->stats[NT_STAT_TRACED_FULL],
 		.dump = s->dump_path,
@@ -438,6 +444,8 @@ static void draw(struct session *s, bool fresh)
 
 	if (!s->tui)
 		return;
+	snprintf(mode, sizeof(mode), "%s%s", cli_mode_name(tracer__mode(s->tracer)),
+		 s->snap.tcp_quiet ? ", quiet: TCP hooks off" : "");
 	logtail_poll(&s->log);
 	in.log = (const char *const *)s->log.line;
 	in.nlog = s->log.n;
@@ -524,6 +532,33 @@ static void stop_dashboard(struct session *s)
 	s->log_fd = -1;
 }
 
+/*
+ * Quiet mode: the per-call TCP hooks (a few hundred ns per socket call) come off while NCCL's
+ * counters say everything moves, and come back at the first tick that says otherwise.
+ */
+static void quiet_step(struct session *s, uint64_t now)
+{
+	bool off = diagnose_quiet(&s->snap, &s->diag, findings_open_count(&s->findings), &s->quiet);
+	json_t *rec;
+
+	if (off == !tracer__data_hooks_on(s->tracer))
+		return;
+	if (tracer__set_data_hooks(s->tracer, !off)) {
+		s->quiet.off = !off; /* the hooks stay as they are */
+		return;
+	}
+	if (!off)
+		s->tcp_resumed_ns = now;
+	pr_info("%s\n", off ? "quiet: every communicator moves; per-call TCP hooks off"
+			    : "quiet ends: per-call TCP hooks back on");
+	rec = json_pack("{s:s, s:I, s:b, s:s}", "type", "tcp_hooks", "ts_ns", (json_int_t)now, "on",
+			!off, "why",
+			off ? "every communicator's collectives moving, no rank in setup"
+			    : s->quiet.why_on);
+	if (rec)
+		dump_put(s, rec);
+}
+
 static void tick(struct session *s, bool force_snapshot)
 {
 	struct finding found[MAX_FINDINGS];
@@ -535,6 +570,8 @@ static void tick(struct session *s, bool force_snapshot)
 	now = now_mono();
 	model__refresh(s->model, now, on_identity, s);
 	model__snapshot(s->model, now, &s->snap);
+	s->snap.tcp_quiet = !tracer__data_hooks_on(s->tracer);
+	s->snap.tcp_resumed_ns = s->tcp_resumed_ns;
 	for (int i = 0; i < s->snap.nprocs; i++) {
 		struct snap_proc *p = &s->snap.procs[i];
 
@@ -557,6 +594,7 @@ static void tick(struct session *s, bool force_snapshot)
 	s->snap.ncomms = nccl_state__comms(s->nstate, &s->snap.comms);
 	n = diagnose(&s->snap, &s->diag, found, MAX_FINDINGS);
 	findings_update(&s->findings, found, n, now, on_finding, s);
+	quiet_step(s, now);
 	if (force_snapshot || now - s->last_snapshot_ns >= SNAPSHOT_EVERY_NS) {
 		dump_snapshot(s, &s->snap);
 		s->last_snapshot_ns = now;
@@ -883,6 +921,8 @@ int run_main(int argc, char **argv)
 	s.diag.stall_threshold_ns = (uint64_t)(s.opts.stall_threshold_s * 1e9);
 	s.diag.active_window_ns = NT_NSEC_PER_SEC;
 	s.diag.straggler_samples = STRAGGLER_SAMPLES;
+	s.diag.quiet_hold_ns = s.opts.tcp_always ? 0 : QUIET_HOLD_NS;
+	s.diag.quiet_recent_ns = QUIET_RECENT_NS;
 	findings_init(&s.findings, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
 
 	topts.mode = s.opts.mode;

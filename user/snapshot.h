@@ -124,6 +124,12 @@ struct snap_comm {
 
 struct snapshot {
 	uint64_t now_ns;
+	/*
+	 * Quiet mode: while the per-call hooks are off, connections count nothing; when they come
+	 * back (tcp_resumed_ns) no connection's progress is older than that.
+	 */
+	bool tcp_quiet;
+	uint64_t tcp_resumed_ns;
 	struct snap_proc *procs;
 	int nprocs;
 	struct snap_conn *conns;

@@ -26,6 +26,11 @@ struct tracer {
 	struct bpf_link *links[24];
 	int nlinks;
 	bool multi; /* uprobe_multi links work here */
+	/* the per-call hooks (send/receive, tcp_probe): detached while the job is quiet */
+	struct bpf_link *data_links[5];
+	int ndata;
+	bool data_off;
+	bool have_probe; /* tcp_probe attached at start */
 };
 
 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6): Debian 12's uapi headers predate it */
@@ -80,11 +85,12 @@ static void set_mode_autoload(struct nccltrace_bpf *s, enum nt_attach_mode m)
 }
 
 /* Links are file descriptors: if nccltrace dies, the kernel detaches everything. */
-static int attach_prog(struct tracer *t, struct bpf_program *p, const char *raw_tp)
+static int attach_to(struct bpf_link **links, int *n, int cap, struct bpf_program *p,
+		     const char *raw_tp)
 {
 	struct bpf_link *l;
 
-	if (t->nlinks == (int)(sizeof(t->links) / sizeof(t->links[0])))
+	if (*n == cap)
 		return -E2BIG;
 	if (raw_tp)
 		l = bpf_program__attach_raw_tracepoint(p, raw_tp);
@@ -92,28 +98,43 @@ static int attach_prog(struct tracer *t, struct bpf_program *p, const char *raw_
 		l = bpf_program__attach(p);
 	if (!l)
 		return -errno;
-	t->links[t->nlinks++] = l;
+	links[(*n)++] = l;
 	return 0;
+}
+
+static int attach_prog(struct tracer *t, struct bpf_program *p, const char *raw_tp)
+{
+	return attach_to(t->links, &t->nlinks, (int)(sizeof(t->links) / sizeof(t->links[0])), p,
+			 raw_tp);
+}
+
+static int attach_data(struct tracer *t, struct bpf_program *p, const char *raw_tp)
+{
+	return attach_to(t->data_links, &t->ndata,
+			 (int)(sizeof(t->data_links) / sizeof(t->data_links[0])), p, raw_tp);
+}
+
+static void detach_data(struct tracer *t)
+{
+	while (t->ndata > 0)
+		bpf_link__destroy(t->data_links[--t->ndata]);
 }
 
 static void detach_all(struct tracer *t)
 {
+	detach_data(t);
 	while (t->nlinks > 0)
 		bpf_link__destroy(t->links[--t->nlinks]);
 }
 
-/* Required hooks: send/receive for the mode, plus the process-tree tracepoints. */
-static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
+/* The per-call hooks of the mode: send and receive (entry and return with kprobes). */
+static int attach_xfer(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
 {
 	struct nccltrace_bpf *s = t->skel;
 	struct {
 		struct bpf_program *p;
 		const char *tp;
 	} req[] = {
-		{s->progs.nt_fork, "sched_process_fork"},
-		{s->progs.nt_exec, "sched_process_exec"},
-		{s->progs.nt_exit, "sched_process_exit"},
-		{s->progs.nt_set_state, "inet_sock_set_state"},
 		{m == NT_MODE_FENTRY   ? s->progs.nt_fexit_send
 		 : m == NT_MODE_KPROBE ? s->progs.nt_kp_send
 				       : s->progs.nt_tp_send,
@@ -131,14 +152,41 @@ static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, s
 
 		if (!req[i].p)
 			continue;
-		err = attach_prog(t, req[i].p, req[i].tp);
+		err = attach_data(t, req[i].p, req[i].tp);
+		if (err) {
+			snprintf(why, len, "cannot attach %s: %s", bpf_program__name(req[i].p),
+				 strerror(-err));
+			detach_data(t);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Required hooks: the process-tree and state tracepoints, plus send/receive for the mode. */
+static int attach_required(struct tracer *t, enum nt_attach_mode m, char *why, size_t len)
+{
+	struct nccltrace_bpf *s = t->skel;
+	struct {
+		struct bpf_program *p;
+		const char *tp;
+	} req[] = {
+		{s->progs.nt_fork, "sched_process_fork"},
+		{s->progs.nt_exec, "sched_process_exec"},
+		{s->progs.nt_exit, "sched_process_exit"},
+		{s->progs.nt_set_state, "inet_sock_set_state"},
+	};
+
+	for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
+		int err = attach_prog(t, req[i].p, req[i].tp);
+
 		if (err) {
 			snprintf(why, len, "cannot attach %s: %s", bpf_program__name(req[i].p),
 				 strerror(-err));
 			return err;
 		}
 	}
-	return 0;
+	return attach_xfer(t, m, why, len);
 }
 
 /* Optional hooks: their absence degrades a figure, never the trace. */
@@ -156,8 +204,14 @@ static void attach_optional(struct tracer *t)
 	size_t off = 0;
 
 	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
-		if (attach_prog(t, opt[i].p, opt[i].tp) == 0)
+		/* tcp_probe runs for every segment received: a per-call hook like send/receive */
+		bool data = opt[i].p == s->progs.nt_tcp_probe;
+
+		if ((data ? attach_data(t, opt[i].p, opt[i].tp)
+			  : attach_prog(t, opt[i].p, opt[i].tp)) == 0) {
+			t->have_probe |= data;
 			continue;
+		}
 		off += snprintf(t->missing + off, sizeof(t->missing) - off, "%s%s", off ? ", " : "",
 				opt[i].tp);
 		if (off >= sizeof(t->missing))
@@ -251,6 +305,37 @@ int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err,
 	}
 	*out = t;
 	return 0;
+}
+
+int tracer__set_data_hooks(struct tracer *t, bool on)
+{
+	char why[160];
+	int err;
+
+	if (on != t->data_off)
+		return 0;
+	if (!on) {
+		detach_data(t);
+		t->data_off = true;
+		return 0;
+	}
+	err = attach_xfer(t, t->mode, why, sizeof(why));
+	if (err) {
+		pr_warn("cannot re-attach the send/receive hooks: %s\n", why);
+		return err;
+	}
+	if (t->have_probe) {
+		err = attach_data(t, t->skel->progs.nt_tcp_probe, "tcp_probe");
+		if (err)
+			pr_debug("tcp_probe not re-attached: %s\n", strerror(-err));
+	}
+	t->data_off = false;
+	return 0;
+}
+
+bool tracer__data_hooks_on(const struct tracer *t)
+{
+	return !t->data_off;
 }
 
 void tracer__close(struct tracer *t)

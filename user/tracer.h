@@ -54,6 +54,13 @@ int tracer__attach_uprobes(struct tracer *t, int pid, const char *path, const ui
 			   const uint64_t *cookies, int n, bool ret, struct tracer_uprobes **out);
 void tracer__detach_uprobes(struct tracer_uprobes *u);
 
+/*
+ * Detach (on=false) or re-attach the per-call hooks: send/receive and tcp_probe. The process
+ * tree, TCP state changes, retransmits, resets and uprobes stay. 0 or -errno (then still off).
+ */
+int tracer__set_data_hooks(struct tracer *t, bool on);
+bool tracer__data_hooks_on(const struct tracer *t);
+
 /* Sum of the per-CPU counters */
 int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX]);
 

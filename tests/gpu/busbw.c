@@ -3,7 +3,9 @@
  * An all_reduce bus-bandwidth benchmark in the manner of nccl-tests, for measuring what
  * nccltrace costs a real NCCL job: one process per GPU (this program forks them, like a
  * launcher), the unique id passed through a file, sizes from --min to --max by --factor, a
- * warm-up, then --iters timed all_reduces per size (CUDA events on the stream). Rank 0 prints,
+ * warm-up, then --iters timed all_reduces per size (CUDA events on the stream). --pre S first
+ * runs all_reduces of --min bytes for about S seconds: the steady state of a job that has been
+ * training a while (nccltrace's quiet mode starts after 2 s of moving collectives). Rank 0 prints,
  * per size: bytes, time per all_reduce in microseconds, algbw and busbw in GB/s (busbw =
  * algbw x 2(n-1)/n, as nccl-tests). Built with the CUDA toolkit (nvcc's libcudart_static and
  * libnccl); run against whichever libnccl.so.2 the loader finds.
@@ -26,6 +28,7 @@ struct opts {
 	size_t min, max;
 	int factor, iters, warmup;
 	double target_s; /* time budget per size: fewer iterations for big sizes */
+	double pre_s;	 /* untimed all_reduces first, for about this long */
 	char id_file[256];
 };
 
@@ -105,6 +108,19 @@ static void write_id(const char *path, const ncclUniqueId *id)
 	}
 }
 
+/* Every rank must run the same number of all_reduces: rank 0's value wins. */
+static void agree(int *v, ncclComm_t comm, cudaStream_t st)
+{
+	int *d;
+
+	CHECK_CUDA(cudaMalloc((void **)&d, sizeof(int)));
+	CHECK_CUDA(cudaMemcpy(d, v, sizeof(int), cudaMemcpyHostToDevice));
+	CHECK_NCCL(ncclBroadcast(d, d, 1, ncclInt32, 0, comm, st));
+	CHECK_CUDA(cudaMemcpyAsync(v, d, sizeof(int), cudaMemcpyDeviceToHost, st));
+	CHECK_CUDA(cudaStreamSynchronize(st));
+	CHECK_CUDA(cudaFree(d));
+}
+
 static int worker(const struct opts *o, int rank)
 {
 	ncclUniqueId id;
@@ -127,6 +143,30 @@ static int worker(const struct opts *o, int rank)
 	CHECK_CUDA(cudaEventCreate(&t1));
 	CHECK_CUDA(cudaMalloc((void **)&buf, bytes));
 	CHECK_CUDA(cudaMemset(buf, 0, bytes));
+	if (o->pre_s > 0) {
+		size_t count = o->min / sizeof(float) ? o->min / sizeof(float) : 1;
+		int n = 100;
+		float ms;
+
+		/* the first all_reduce connects the rings: not part of the per-op time */
+		for (int i = 0; i < 10; i++)
+			CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, st));
+		CHECK_CUDA(cudaStreamSynchronize(st));
+		CHECK_CUDA(cudaEventRecord(t0, st));
+		for (int i = 0; i < n; i++)
+			CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, st));
+		CHECK_CUDA(cudaEventRecord(t1, st));
+		CHECK_CUDA(cudaEventSynchronize(t1));
+		CHECK_CUDA(cudaEventElapsedTime(&ms, t0, t1));
+		n = ms > 0 ? (int)(o->pre_s / (ms / 1e3 / n)) : n;
+		agree(&n, comm, st);
+		for (int i = 0; i < n; i++) {
+			CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, st));
+			if (i % 1000 == 999) /* keep the queue short, as a training step would */
+				CHECK_CUDA(cudaStreamSynchronize(st));
+		}
+		CHECK_CUDA(cudaStreamSynchronize(st));
+	}
 	if (rank == 0)
 		printf("# %d ranks; bytes time_us algbw_GBs busbw_GBs iters\n", o->nranks);
 	for (size_t size = o->min; size <= o->max; size *= o->factor) {
@@ -148,19 +188,7 @@ static int worker(const struct opts *o, int rank)
 			iters = (int)(o->target_s / (ms / 1e3));
 		if (iters < 5)
 			iters = 5;
-		/* every rank must run the same number: rank 0's choice wins */
-		{
-			int *d_iters;
-
-			CHECK_CUDA(cudaMalloc((void **)&d_iters, sizeof(int)));
-			CHECK_CUDA(
-				cudaMemcpy(d_iters, &iters, sizeof(int), cudaMemcpyHostToDevice));
-			CHECK_NCCL(ncclBroadcast(d_iters, d_iters, 1, ncclInt32, 0, comm, st));
-			CHECK_CUDA(cudaMemcpyAsync(&iters, d_iters, sizeof(int),
-						   cudaMemcpyDeviceToHost, st));
-			CHECK_CUDA(cudaStreamSynchronize(st));
-			CHECK_CUDA(cudaFree(d_iters));
-		}
+		agree(&iters, comm, st);
 		CHECK_CUDA(cudaEventRecord(t0, st));
 		for (int i = 0; i < iters; i++)
 			CHECK_NCCL(ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, st));
@@ -184,9 +212,11 @@ static int worker(const struct opts *o, int rank)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"nranks", 1, NULL, 'n'}, {"min", 1, NULL, 'b'},   {"max", 1, NULL, 'e'},
-		{"factor", 1, NULL, 'f'}, {"iters", 1, NULL, 'i'}, {"warmup", 1, NULL, 'w'},
-		{"target", 1, NULL, 't'}, {"help", 0, NULL, 'h'},  {},
+		{"nranks", 1, NULL, 'n'}, {"min", 1, NULL, 'b'},
+		{"max", 1, NULL, 'e'},	  {"factor", 1, NULL, 'f'},
+		{"iters", 1, NULL, 'i'},  {"warmup", 1, NULL, 'w'},
+		{"target", 1, NULL, 't'}, {"pre", 1, NULL, 'p'},
+		{"help", 0, NULL, 'h'},	  {},
 	};
 	struct opts o = {.nranks = 2,
 			 .min = 8,
@@ -198,7 +228,7 @@ int main(int argc, char **argv)
 	pid_t pids[16];
 	int c, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "n:b:e:f:i:w:t:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:b:e:f:i:w:t:p:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			o.nranks = atoi(optarg);
@@ -221,10 +251,13 @@ int main(int argc, char **argv)
 		case 't':
 			o.target_s = atof(optarg);
 			break;
+		case 'p':
+			o.pre_s = atof(optarg);
+			break;
 		case 'h':
 			printf("Usage: busbw [--nranks N] [--min 8] [--max 1G] [--factor 4] "
 			       "[--iters 200]"
-			       " [--warmup 5] [--target 0.25]\n");
+			       " [--warmup 5] [--target 0.25] [--pre 0]\n");
 			return 0;
 		default:
 			return 64;

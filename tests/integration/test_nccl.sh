@@ -155,6 +155,36 @@ check mismatch_phase "the odd rank's collective is not named" -- \
 check count_mismatch_args "the counts are not named" -- \
 	jq_ok 'select(.type=="finding") | .summary | test("rank 2 in AllReduce #[0-9]+ \\(count 32768 float32\\)")' "$TMP/count_mismatch.jsonl"
 
+# --- quiet mode: per-call TCP hooks off while every communicator moves, back on at a stop ---
+D=$TMP/quiet.jsonl
+"$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 160 --step-delay 0.03 \
+	--fault in-collective --fault-rank 1 --fault-for 5 --timeout 30 >"$TMP/quiet.out" 2>&1
+t0=$(sed -n 's/.*FAULT .* at_realtime_ns \([0-9]*\).*/\1/p' "$TMP/quiet.out" | head -1)
+boot=$(jq -r 'select(.nccltrace) | .boot_to_realtime_ns' "$D")
+off=$(jq -r 'select(.type=="tcp_hooks" and .on==false) | .ts_ns' "$D" | head -1)
+on=$(jq -r "select(.type==\"tcp_hooks\" and .on==true and .ts_ns > ${off:-0}) | .ts_ns" "$D" | head -1)
+check quiet_off "hooks never went off while the ranks all-reduced: $(grep -c tcp_hooks "$D") records" -- \
+	test -n "$off" -a -n "$t0" -a "$((${off:-0} + ${boot:-0}))" -lt "${t0:-0}"
+check quiet_back_on "hooks not back on within 1 s of the stop (off $off, on $on, fault $t0)" -- \
+	test -n "$on" -a "$((${on:-0} + ${boot:-0} - ${t0:-0}))" -lt 1000000000
+check quiet_why "the reason is not rank 1's stop: $(jq -c 'select(.type=="tcp_hooks" and .on)' "$D" | head -1)" -- \
+	jq_ok 'select(.type=="tcp_hooks" and .on==true) | .why | test("rank 1.s collectives stopped")' "$D"
+f=$(findings "$D")
+check quiet_stall "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
+	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "stall 1"
+latency_check quiet "$TMP/quiet.out" "$D" stall
+# the socket evidence comes back with the hooks: a waiter's receive calls got EAGAIN again
+check quiet_socket_evidence "no EAGAIN evidence after the hooks came back" -- \
+	jq_ok 'select(.type=="finding" and .event=="close") | .evidence[] | test("receive calls got EAGAIN|blocked in receive")' "$D"
+pkill -9 -f "$NJ" 2>/dev/null
+D=$TMP/always.jsonl
+"$NT" run --tcp-hooks always --dump "$D" -- "$NJ" --ranks 2 --iters 120 --step-delay 0.03 \
+	>/dev/null 2>&1
+check quiet_always "--tcp-hooks always still went quiet" -- \
+	bash -c "! grep -q tcp_hooks '$D'"
+check quiet_always_bytes "--tcp-hooks always: no bytes counted" -- \
+	jq_ok 'select(.type=="snapshot") | .conns[] | select(.bytes_sent > 1000000)' "$D"
+
 # --- an InfiniBand completion error, as NCCL's IB transport WARNs it: ib_error with the settings ---
 D=$TMP/ib.jsonl
 NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 10 \

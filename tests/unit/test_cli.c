@@ -266,6 +266,22 @@ static void test_run_bad_attach_mode(void **state)
 	assert_error(err, "attach-mode");
 }
 
+static void test_run_tcp_hooks(void **state)
+{
+	struct run_opts o;
+	char err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(RUN(&o, err, "--", "ls"), 0);
+	assert_false(o.tcp_always); /* quiet mode by default */
+	assert_int_equal(RUN(&o, err, "--tcp-hooks", "always", "--", "ls"), 0);
+	assert_true(o.tcp_always);
+	assert_int_equal(RUN(&o, err, "--tcp-hooks=auto", "--", "ls"), 0);
+	assert_false(o.tcp_always);
+	assert_int_equal(RUN(&o, err, "--tcp-hooks", "never", "--", "ls"), -1);
+	assert_error(err, "--tcp-hooks 'never': expected auto or always");
+}
+
 static void test_run_option_missing_value(void **state)
 {
 	struct run_opts o;
@@ -562,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_run_missing_command),
 		cmocka_unit_test(test_run_bad_threshold),
 		cmocka_unit_test(test_run_bad_attach_mode),
+		cmocka_unit_test(test_run_tcp_hooks),
 		cmocka_unit_test(test_run_option_missing_value),
 		cmocka_unit_test(test_run_help),
 		cmocka_unit_test(test_run_repeated_parsing),

@@ -6,7 +6,7 @@ set -eu
 
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjansson-dev
 libdw-dev liblzma-dev libbz2-dev libcmocka-dev libncurses-dev pkg-config jq iproute2 procps
-tmux chromium time"
+tmux chromium time libibverbs-dev libibverbs1"
 
 missing=""
 for p in $PKGS; do

@@ -619,6 +619,58 @@ static __always_inline bool probe_has_return(__u16 p)
 	       p != NT_P_COMM_ABORT && p < NT_P_ROLE_PROXY_SERVICE;
 }
 
+/* <infiniband/verbs.h> offsets, set by userspace before load */
+const volatile struct nt_verbs_offsets vo = {};
+
+static __always_inline bool is_verbs_probe(__u16 p)
+{
+	return p >= NT_P_IBV_OPEN_DEVICE && p <= NT_P_IBV_ASYNC_EVENT;
+}
+
+/* The HCA's name, through ctx->device->name */
+static __always_inline void read_ctx_dev(struct nt_ev_nccl *e, __u64 ctx)
+{
+	__u64 d = 0;
+
+	if (ctx)
+		bpf_probe_read_user(&d, 8, (void *)(ctx + vo.ctx_device));
+	if (d)
+		bpf_probe_read_user_str(e->d.ib.dev, sizeof(e->d.ib.dev),
+					(void *)(d + vo.dev_name));
+}
+
+/* The QP's number and, with dev, its HCA's name (qp->context) */
+static __always_inline void read_qp(struct nt_ev_nccl *e, __u64 qp, bool dev)
+{
+	__u64 ctx = 0;
+
+	if (!qp)
+		return;
+	bpf_probe_read_user(&e->d.ib.qp_num, 4, (void *)(qp + vo.qp_num));
+	if (!dev)
+		return;
+	bpf_probe_read_user(&ctx, 8, (void *)(qp + vo.qp_context));
+	read_ctx_dev(e, ctx);
+}
+
+/* ibv_modify_qp's attributes (all of them: the mask says which the caller set) */
+static __always_inline void read_qp_attr(struct nt_ev_nccl *e, __u64 attr)
+{
+	if (!attr)
+		return;
+	bpf_probe_read_user(&e->d.ib.state, 1, (void *)(attr + vo.attr_state));
+	bpf_probe_read_user(&e->d.ib.mtu, 1, (void *)(attr + vo.attr_mtu));
+	bpf_probe_read_user(&e->d.ib.dest_qp_num, 4, (void *)(attr + vo.attr_dest_qp_num));
+	bpf_probe_read_user(&e->d.ib.timeout, 1, (void *)(attr + vo.attr_timeout));
+	bpf_probe_read_user(&e->d.ib.retry_cnt, 1, (void *)(attr + vo.attr_retry_cnt));
+	bpf_probe_read_user(&e->d.ib.rnr_retry, 1, (void *)(attr + vo.attr_rnr_retry));
+	bpf_probe_read_user(&e->d.ib.min_rnr_timer, 1, (void *)(attr + vo.attr_min_rnr_timer));
+	bpf_probe_read_user(&e->d.ib.sgid_index, 1, (void *)(attr + vo.attr_sgid_index));
+	bpf_probe_read_user(&e->d.ib.port, 1, (void *)(attr + vo.attr_port_num));
+	bpf_probe_read_user(&e->d.ib.dlid, 2, (void *)(attr + vo.attr_dlid));
+	bpf_probe_read_user(e->d.ib.dgid, 16, (void *)(attr + vo.attr_dgid));
+}
+
 static __always_inline int on_uprobe(struct pt_regs *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -635,6 +687,16 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 	o = bpf_map_lookup_elem(&nccl_offs, &lib);
 	if (!o)
 		return 0;
+	if (is_verbs_probe(probe) && o->lib_kind == NT_LIB_VERBS) {
+		/* libibverbs' own function called by NCCL's wrapper: the wrapper told it already */
+		st = bpf_map_lookup_elem(&phases, &tid);
+		if (st && st->depth > 0 && st->depth <= NT_PHASE_DEPTH) {
+			__u32 d = st->depth - 1;
+
+			if (d < NT_PHASE_DEPTH && st->f[d].probe == probe && st->f[d].lib != lib)
+				return 0;
+		}
+	}
 	if (probe_has_return(probe)) {
 		st = bpf_map_lookup_elem(&phases, &tid);
 		if (!st) {
@@ -657,12 +719,30 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 				st->f[d].ip = PT_REGS_IP(ctx);
 				st->f[d].args[0] = a0;
 				st->f[d].args[1] = a1;
-				/* ncclNetSocketConnect's sendComm** is its 4th argument */
+				/* ncclNetSocketConnect's, ncclIbConnect's sendComm** is the 4th */
 				st->f[d].args[2] =
-					probe == NT_P_NET_CONNECT ? PT_REGS_PARM4(ctx) : a2;
+					probe == NT_P_NET_CONNECT || probe == NT_P_IB_CONNECT
+						? PT_REGS_PARM4(ctx)
+						: a2;
 			}
 		}
 		st->depth++; /* counts past the frames kept, so returns still pair up */
+		if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT) {
+			__u64 now = bpf_ktime_get_ns();
+			__s32 stage = -1,
+			      off = probe == NT_P_IB_CONNECT ? o->ibh_stage : o->iblc_stage;
+			__u64 obj = probe == NT_P_IB_CONNECT ? a2 : a0;
+
+			if (obj && off >= 0)
+				bpf_probe_read_user(&stage, 4, (void *)(obj + off));
+			/* a second without a call ends a polling run */
+			if (now - st->poll_last_ns > 1000000000ULL || st->poll_probe != probe)
+				st->poll_first_ns = now;
+			st->poll_last_ns = now;
+			st->poll_probe = probe;
+			st->poll_stage = stage;
+			return 0; /* no event: userspace reads the stack */
+		}
 	}
 	/* settings and log calls are told at their return, with the value or the text */
 	if (probe == NT_P_ENV || probe == NT_P_DEBUG_LOG)
@@ -709,6 +789,20 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 			if (d < NT_PHASE_DEPTH && st->f[d].probe == NT_P_SOCKET_CONNECT)
 				read_socket(e, st->f[d].args[0], o);
 		}
+		break;
+	case NT_P_IBV_MODIFY_QP:
+		e->d.ib.obj = a0;
+		read_qp(e, a0, false);
+		read_qp_attr(e, a1);
+		e->d.ib.mask = (__u32)a2;
+		break;
+	case NT_P_IBV_DESTROY_QP:
+		e->d.ib.obj = a0;
+		read_qp(e, a0, true);
+		break;
+	case NT_P_IBV_REG_MR:
+		/* the length: NCCL's wrapper takes the MR's address first */
+		e->d.ib.obj = o->lib_kind == NT_LIB_NCCL ? PT_REGS_PARM4(ctx) : a2;
 		break;
 	case NT_P_COMM_DESTROY:
 	case NT_P_COMM_ABORT:
@@ -768,13 +862,15 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 	 * A return whose entry was not seen (attached mid-call) belongs to no frame: the frame
 	 * on top is its caller's, which stays. Past the frames kept, returns pair by count.
 	 */
-	if (d < NT_PHASE_DEPTH && st->f[d].probe != probe)
+	if (d < NT_PHASE_DEPTH && (st->f[d].probe != probe || st->f[d].lib != lib))
 		return 0;
 	st->depth = d;
 	if (d < NT_PHASE_DEPTH)
 		__builtin_memcpy(&fr, &st->f[d], sizeof(fr));
 	if (probe == NT_P_DEBUG_LOG && (fr.args[0] != 2 || !o->lasterr_delta))
 		return 0; /* only warnings are told */
+	if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT)
+		return 0; /* polled: see on_uprobe */
 	e = nccl_event(id, probe, lib, true);
 	if (!e)
 		return 0;
@@ -806,11 +902,53 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 		break;
 	case NT_P_NET_CONNECT:
 	case NT_P_NET_ACCEPT:
+	case NT_P_IB_CONNECT:
+	case NT_P_IB_ACCEPT: {
+		bool c = probe == NT_P_NET_CONNECT || probe == NT_P_IB_CONNECT;
+
 		/* *sendComm / *recvComm stays NULL until the re-entrant connect/accept is done */
-		if (fr.args[probe == NT_P_NET_CONNECT ? 2 : 1])
-			bpf_probe_read_user(&e->args[3], 8,
-					    (void *)fr.args[probe == NT_P_NET_CONNECT ? 2 : 1]);
+		if (fr.args[c ? 2 : 1])
+			bpf_probe_read_user(&e->args[3], 8, (void *)fr.args[c ? 2 : 1]);
 		break;
+	}
+	case NT_P_IBV_OPEN_DEVICE:
+	case NT_P_IBV_CREATE_QP: {
+		/* NCCL's wrappers return ncclResult_t and the object through their 1st argument */
+		bool wrapped = o->lib_kind == NT_LIB_NCCL;
+		__u64 obj = wrapped ? 0 : (__u64)e->retval;
+
+		if (wrapped && e->retval == 0 && fr.args[0])
+			bpf_probe_read_user(&obj, 8, (void *)fr.args[0]);
+		e->d.ib.obj = obj;
+		if (probe == NT_P_IBV_CREATE_QP)
+			read_qp(e, obj, true);
+		else
+			read_ctx_dev(e, obj);
+		break;
+	}
+	case NT_P_IBV_MODIFY_QP:
+		e->d.ib.obj = fr.args[0];
+		read_qp(e, fr.args[0], true);
+		break;
+	case NT_P_IBV_ASYNC_EVENT: {
+		__u64 el = 0;
+		__s32 type = -1;
+
+		read_ctx_dev(e, fr.args[0]);
+		if (e->retval != 0 || !fr.args[1])
+			break;
+		bpf_probe_read_user(&type, 4, (void *)(fr.args[1] + vo.ev_type));
+		bpf_probe_read_user(&el, 8, (void *)(fr.args[1] + vo.ev_element));
+		e->d.ib.event_type = type;
+		/* QP events carry the QP; port events the port number */
+		if ((type >= 1 && type <= 7) || type == 16) {
+			e->d.ib.obj = el;
+			read_qp(e, el, false);
+		} else {
+			e->d.ib.port = (__u8)el;
+		}
+		break;
+	}
 	}
 	bpf_ringbuf_submit(e, 0);
 	return 0;

@@ -168,6 +168,19 @@ enum nt_probe {
 	NT_P_ENQUEUE,	     /* ncclEnqueueCheck(info): only with --collectives */
 	NT_P_COMM_DESTROY,   /* ncclCommDestroy(comm), ncclCommAbort(comm): final counts */
 	NT_P_COMM_ABORT,
+	NT_P_IB_CONNECT, /* ncclIbConnect(ctx, dev, handle, sendComm*, devHandle*): re-entrant */
+	NT_P_IB_ACCEPT,	 /* ncclIbAccept(listenComm, recvComm*, devHandle*): re-entrant */
+	/*
+	 * Verbs, in libnccl (its wrap_ibv_* wrappers: ncclResult_t, the object through a pointer
+	 * in the 1st argument) or in libibverbs (the object returned); nt_nccl_offsets.lib_kind
+	 * says which
+	 */
+	NT_P_IBV_OPEN_DEVICE,	 /* (ctx**,) device */
+	NT_P_IBV_CREATE_QP,	 /* (qp**,) pd, init_attr */
+	NT_P_IBV_MODIFY_QP,	 /* qp, attr, mask */
+	NT_P_IBV_DESTROY_QP,	 /* qp */
+	NT_P_IBV_REG_MR,	 /* (mr**,) pd, addr, length, access */
+	NT_P_IBV_ASYNC_EVENT,	 /* ibv_get_async_event(ctx, event): blocks until the HCA has one */
 	NT_P_ROLE_PROXY_SERVICE, /* thread start routines: the thread's role */
 	NT_P_ROLE_PROXY_PROGRESS,
 	NT_P_ROLE_BOOTSTRAP_ROOT,
@@ -205,9 +218,43 @@ struct nt_nccl_offsets {
 	__s32 bstate_rank;
 	__s32 bstate_nranks;
 	__s32 graph_id;
+	__s32 ibh_stage;     /* ncclIbHandle.stage (its state first): ncclIbConnect's progress */
+	__s32 iblc_stage;    /* ncclIbListenComm.stage: ncclIbAccept's */
 	__s64 lasterr_delta; /* &ncclLastError - &ncclDebugLog, 0 if unknown */
+	__s32 lib_kind;	     /* NT_LIB_NCCL or NT_LIB_VERBS */
+	__s32 pad;
 };
-_Static_assert(sizeof(struct nt_nccl_offsets) == 72, "nt_nccl_offsets layout");
+_Static_assert(sizeof(struct nt_nccl_offsets) == 88, "nt_nccl_offsets layout");
+
+enum nt_lib_kind {
+	NT_LIB_NCCL = 0,
+	NT_LIB_VERBS, /* libibverbs.so.1 */
+};
+
+/*
+ * Offsets in <infiniband/verbs.h>'s structs (a stable ABI), filled by userspace from the real
+ * header before the programs load.
+ */
+struct nt_verbs_offsets {
+	__s32 qp_num;	  /* struct ibv_qp */
+	__s32 qp_context; /* struct ibv_qp: struct ibv_context * */
+	__s32 ctx_device; /* struct ibv_context: struct ibv_device * */
+	__s32 dev_name;	  /* struct ibv_device: char name[] */
+	__s32 attr_state; /* struct ibv_qp_attr */
+	__s32 attr_mtu;
+	__s32 attr_dest_qp_num;
+	__s32 attr_timeout;
+	__s32 attr_retry_cnt;
+	__s32 attr_rnr_retry;
+	__s32 attr_min_rnr_timer;
+	__s32 attr_sgid_index; /* ah_attr.grh.sgid_index */
+	__s32 attr_port_num;   /* ah_attr.port_num */
+	__s32 attr_dlid;       /* ah_attr.dlid */
+	__s32 attr_dgid;       /* ah_attr.grh.dgid */
+	__s32 ev_element;      /* struct ibv_async_event: union { qp*, cq*, srq*, port_num } */
+	__s32 ev_type;
+	__s32 pad;
+};
 
 /* A thread's stack of NCCL phases (probes with a return), innermost last. */
 struct nt_phase_frame {
@@ -223,6 +270,15 @@ struct nt_phase_stack {
 	__u32 depth;
 	__u32 pad;
 	struct nt_phase_frame f[NT_PHASE_DEPTH];
+	/*
+	 * ncclIbConnect/ncclIbAccept: re-entrant, called in a loop by the proxy until the QPs are
+	 * up, far too often for an event each. The thread's polling, read by userspace each tick.
+	 */
+	__u64 poll_first_ns; /* the first call of this polling run */
+	__u64 poll_last_ns;  /* the latest call */
+	__u16 poll_probe;
+	__u16 pad2;
+	__s32 poll_stage; /* the handshake's stage at the latest call, -1 if unknown */
 };
 _Static_assert(sizeof(struct nt_phase_frame) == 48, "nt_phase_frame layout");
 
@@ -268,6 +324,26 @@ struct nt_ev_nccl {
 			__u64 count;
 			__u64 comm;
 		} info;
+		struct {
+			__u64 obj; /* the QP, context or MR, NULL if the call failed */
+			__u32 qp_num;
+			__u32 mask; /* ibv_modify_qp's attribute mask */
+			__u32 dest_qp_num;
+			__s32 event_type; /* ibv_get_async_event */
+			__u8 state;
+			__u8 mtu;
+			__u8 timeout;
+			__u8 retry_cnt;
+			__u8 rnr_retry;
+			__u8 min_rnr_timer;
+			__u8 sgid_index;
+			__u8 port;
+			__u16 dlid;
+			__u16 pad;
+			__u32 pad2;
+			__u8 dgid[16];
+			char dev[64];
+		} ib;
 		char text[256];
 	} d;
 };

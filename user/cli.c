@@ -15,7 +15,8 @@ const char cli_main_help[] =
 	"Commands:\n"
 	"  run [OPTIONS] -- CMD [ARGS...]   run CMD as the invoking user and trace it\n"
 	"  report [--json] DUMP             summarise a trace dump\n"
-	"  probes LIB                       what nccltrace can probe in an NCCL library\n"
+	"  probes LIB                       what nccltrace can probe in an NCCL library or\n"
+	"                                   libibverbs\n"
 	"  doctor [DUMP... | -- CMD...]     lint the NCCL/PyTorch environment\n"
 	"  convert DUMP -o TRACE.json       the dump as a Perfetto / Chrome trace\n"
 	"  version                          print the version\n"
@@ -89,8 +90,9 @@ const char cli_probes_help[] =
 	"\n"
 	"Check what nccltrace can probe in an NCCL library: its version and build-id, each probe\n"
 	"(resolved or missing, with its file offset), and where the struct offsets come from\n"
-	"(DWARF, the cache, a built-in table, or none). Exits 0 when the core probes resolve,\n"
-	"1 otherwise.\n"
+	"(DWARF, the cache, a built-in table, or none). Given libibverbs.so.1, the verbs probes\n"
+	"at their default symbol version, and the <infiniband/verbs.h> offsets they read. Exits\n"
+	"0 when the core probes resolve, 1 otherwise.\n"
 	"\n"
 	"Options:\n"
 	"  --no-cache  neither read nor write the offsets cache ($NCCLTRACE_CACHE_DIR or\n"
@@ -98,7 +100,8 @@ const char cli_probes_help[] =
 	"  -h, --help  this help\n"
 	"\n"
 	"Example:\n"
-	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n";
+	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n"
+	"  nccltrace probes /usr/lib/x86_64-linux-gnu/libibverbs.so.1\n";
 
 const char cli_convert_help[] =
 	"Usage: nccltrace convert DUMP -o TRACE.json\n"

@@ -464,48 +464,251 @@ static void remove_finding(struct finding *out, int *n, int i)
  * InfiniBand/RoCE completion errors NCCL reported: the transport gave up on a peer. The rank
  * that saw it is named; what it means comes from the status and the settings (explain).
  */
+static struct finding *new_finding(struct finding *out, int *n, int max)
+{
+	struct finding *f;
+
+	if (*n >= max)
+		return NULL;
+	f = &out[(*n)++];
+	memset(f, 0, sizeof(*f));
+	f->conn = -1;
+	f->rank = f->peer_rank = -1;
+	return f;
+}
+
+/* A new finding about process p (its rank), waiting since since_ns; NULL when out is full. */
+static struct finding *proc_finding(struct finding *out, int *n, int max, enum finding_kind kind,
+				    const struct snap_proc *p, uint64_t since_ns)
+{
+	struct finding *f = new_finding(out, n, max);
+
+	if (f) {
+		f->kind = kind;
+		f->pid = p->pid;
+		f->rank = p->rank;
+		f->since_ns = since_ns;
+	}
+	return f;
+}
+
+/* The QP an asynchronous event names, NULL if not known */
+static const struct snap_qp *ib_event_qp(const struct snap_ib *ib)
+{
+	for (int i = ib->nqp - 1; ib->async_qp && i >= 0; i--)
+		if (ib->qp[i].qp_num == ib->async_qp)
+			return &ib->qp[i];
+	return NULL;
+}
+
+/* "QP 0x66a000 (to QP 0x66a101, timeout 14, retry_cnt 3, GID index 3, port 1)" */
+static void qp_desc(const struct snap_qp *q, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "QP 0x%x (to QP 0x%x, %s, timeout %u, retry_cnt %u, GID index %u, port %u)",
+		 q->qp_num, q->dest_qp_num, ib_qp_state_name(q->state), q->timeout, q->retry_cnt,
+		 q->sgid_index, q->port);
+}
+
 static void ib_findings(const struct snapshot *s, struct finding *out, int *n, int max)
 {
 	for (int i = 0; i < s->nprocs && *n < max; i++) {
 		const struct snap_proc *p = &s->procs[i];
 		const struct snap_ib_error *ib = p->ib_err;
+		const struct snap_ib *v = p->ib;
+		bool async = v && v->nasync && ib_event_is_error(v->async_type);
 		struct finding *f;
-		char pn[48];
+		char pn[48], qd[160];
 
-		if (!ib)
+		if (!ib && !async)
 			continue;
 		/* its death or stall is the consequence: one finding, with the cause */
 		for (int k = 0; k < *n; k++)
 			if (out[k].pid == p->pid)
 				remove_finding(out, n, k--);
-		f = &out[(*n)++];
-		memset(f, 0, sizeof(*f));
-		f->kind = FINDING_IB_ERROR;
-		f->pid = p->pid;
-		f->rank = p->rank;
-		f->peer_rank = -1;
-		f->conn = -1;
-		f->since_ns = ib->ts_ns;
+		f = proc_finding(out, n, max, FINDING_IB_ERROR, p, ib ? ib->ts_ns : v->async_ns);
 		snap_proc_name(p, p->pid, pn, sizeof(pn));
-		snprintf(f->phase, sizeof(f->phase), "%s on %s%s",
-			 ib->colls_before <= 1 ? "first transfer" : "transfer",
-			 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "");
-		snprintf(f->summary, sizeof(f->summary),
-			 "%s: InfiniBand completion error %s(%d) from peer %s on %s%s, after %llu "
-			 "collective%s: the transport gave up on that peer",
-			 pn, ib_wc_status_name(ib->status), ib->status, ib->peer,
-			 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "",
-			 (unsigned long long)ib->colls_before, ib->colls_before == 1 ? "" : "s");
-		add_evidence(f, "NCCL WARN: %.180s", ib->text);
-		if (ib->count > 1)
-			add_evidence(f, "%d such completion errors on %s", ib->count, pn);
-		add_evidence(f, "opcode %d, vendor_err %u (0x%x)", ib->opcode, ib->vendor_err,
-			     ib->vendor_err);
+		if (ib) {
+			snprintf(f->phase, sizeof(f->phase), "%s on %s%s",
+				 ib->colls_before <= 1 ? "first transfer" : "transfer",
+				 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "");
+			snprintf(f->summary, sizeof(f->summary),
+				 "%s: InfiniBand completion error %s(%d) from peer %s on %s%s, "
+				 "after "
+				 "%llu collective%s: the transport gave up on that peer",
+				 pn, ib_wc_status_name(ib->status), ib->status, ib->peer,
+				 ib->hca[0] ? ib->hca : "?", ib->roce ? " (RoCE)" : "",
+				 (unsigned long long)ib->colls_before,
+				 ib->colls_before == 1 ? "" : "s");
+			add_evidence(f, "NCCL WARN: %.180s", ib->text);
+			if (ib->count > 1)
+				add_evidence(f, "%d such completion errors on %s", ib->count, pn);
+			add_evidence(f, "opcode %d, vendor_err %u (0x%x)", ib->opcode,
+				     ib->vendor_err, ib->vendor_err);
+		} else {
+			const struct snap_qp *q = ib_event_qp(v);
+
+			snprintf(f->phase, sizeof(f->phase), "%s on %s",
+				 ib_event_name(v->async_type),
+				 v->async_dev[0] ? v->async_dev : "?");
+			if (q) {
+				qp_desc(q, qd, sizeof(qd));
+				snprintf(f->summary, sizeof(f->summary),
+					 "%s: the HCA %s raised %s on %s: that QP is in error, and "
+					 "the collectives on it fail",
+					 pn, v->async_dev[0] ? v->async_dev : "?",
+					 ib_event_name(v->async_type), qd);
+			} else if (v->async_qp) {
+				snprintf(f->summary, sizeof(f->summary),
+					 "%s: the HCA %s raised %s on QP 0x%x", pn,
+					 v->async_dev[0] ? v->async_dev : "?",
+					 ib_event_name(v->async_type), v->async_qp);
+			} else {
+				snprintf(f->summary, sizeof(f->summary),
+					 "%s: the HCA %s raised %s on port %d", pn,
+					 v->async_dev[0] ? v->async_dev : "?",
+					 ib_event_name(v->async_type), v->async_port);
+			}
+		}
+		if (async && v->async_qp)
+			add_evidence(f, "ibv_get_async_event in %s: %s on %s QP 0x%x (%d event%s)",
+				     pn, ib_event_name(v->async_type), v->async_dev, v->async_qp,
+				     v->nasync, v->nasync == 1 ? "" : "s");
+		else if (async)
+			add_evidence(f, "ibv_get_async_event in %s: %s on %s port %d (%d event%s)",
+				     pn, ib_event_name(v->async_type), v->async_dev, v->async_port,
+				     v->nasync, v->nasync == 1 ? "" : "s");
+		if (async && ib_event_qp(v) && ib_event_qp(v)->dest_qp_num) {
+			/* the QP's other end, among the traced ranks' QPs */
+			uint32_t dq = ib_event_qp(v)->dest_qp_num;
+
+			for (int k = 0; k < s->nprocs; k++)
+				for (int j = 0; s->procs[k].ib && j < s->procs[k].ib->nqp; j++)
+					if (s->procs[k].ib->qp[j].qp_num == dq && k != i) {
+						char qn[48];
+
+						snap_proc_name(&s->procs[k], s->procs[k].pid, qn,
+							       sizeof(qn));
+						add_evidence(
+							f, "QP 0x%x's other end, QP 0x%x, is %s's",
+							v->async_qp, dq, qn);
+						f->peer_pid = s->procs[k].pid;
+						f->peer_rank = s->procs[k].rank;
+					}
+		}
 		if (p->exited) {
 			char st[48];
 
 			describe_status(p->exit_status, st, sizeof(st));
 			add_evidence(f, "pid %d %s afterwards", p->pid, st);
+		}
+	}
+}
+
+/* Evidence of a process's oldest QP that is not ready to send (not RTS). */
+static void qp_evidence(const struct snapshot *s, const struct snap_proc *p, struct finding *f)
+{
+	char pn[48];
+	int shown = 0;
+
+	if (!p->ib)
+		return;
+	snap_proc_name(p, p->pid, pn, sizeof(pn));
+	for (int i = 0; i < p->ib->nqp && shown < 1; i++) {
+		const struct snap_qp *q = &p->ib->qp[i];
+
+		if (q->destroyed || q->state == 3 /* RTS */)
+			continue;
+		add_evidence(f, "%s QP 0x%x on %s at %s for %.1fs: never reached RTS%s", pn,
+			     q->qp_num, q->dev[0] ? q->dev : "?", ib_qp_state_name(q->state),
+			     (double)(s->now_ns - q->changed_ns) / NT_NSEC_PER_SEC,
+			     q->dest_qp_num ? "" : " (the peer's QP number never came)");
+		shown++;
+	}
+}
+
+/*
+ * IB handshakes (the silent ring-setup block on IB): ncclIbConnect and ncclIbAccept return at
+ * once while the peer is not ready, and the proxy calls them again; one call that lasts is
+ * blocked inside (a blocking socket, a verbs call that hangs). That rank holds up everyone
+ * whose handshake with it is pending.
+ */
+static void ib_handshake_findings(const struct snapshot *s, const struct diag_config *cfg,
+				  struct finding *out, int *n, int max)
+{
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		const struct snap_ib_handshake *h = &p->ib_hs;
+		const char *call;
+		struct finding *f = NULL;
+		char pn[48], ws[112];
+
+		if (p->exited || !h->probe || !h->inside ||
+		    s->now_ns - h->since_ns <= cfg->stall_threshold_ns)
+			continue;
+		call = h->probe == NT_P_IB_CONNECT ? "ncclIbConnect" : "ncclIbAccept";
+		/* the sockets may name it already (the handshake runs over TCP): make it this */
+		for (int k = 0; k < *n; k++)
+			if (out[k].pid == p->pid && (out[k].kind == FINDING_STALL ||
+						     out[k].kind == FINDING_RING_SETUP_BLOCKED ||
+						     out[k].kind == FINDING_INIT_BLOCKED))
+				f = &out[k];
+		if (!f) {
+			if (named_in(out, *n, p->pid) ||
+			    !(f = proc_finding(out, n, max, FINDING_RING_SETUP_BLOCKED, p,
+					       h->since_ns)))
+				continue;
+			for (int k = 0; k < s->nprocs; k++) {
+				const struct snap_proc *w = &s->procs[k];
+
+				if (w != p && !w->exited && w->ib_hs.probe && !w->ib_hs.inside &&
+				    f->nwaiters < DIAG_MAX_WAITERS) {
+					f->waiters[f->nwaiters++] = w->pid;
+					if (!f->peer_pid) {
+						f->peer_pid = w->pid;
+						f->peer_rank = w->rank;
+					}
+				}
+			}
+		}
+		f->kind = p->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
+							   : FINDING_RING_SETUP_BLOCKED;
+		/* the sockets' evidence, if any, only shows the wait: keep its first lines */
+		if (f->nevidence > 2)
+			f->nevidence = 2;
+		snap_proc_name(p, p->pid, pn, sizeof(pn));
+		snprintf(f->phase, sizeof(f->phase), "blocked inside %s (IB handshake stage %s)",
+			 call, ib_stage_name(h->stage));
+		waiter_list(s, f, ws, sizeof(ws));
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s is blocked inside one %s call for %.1fs (IB connection handshake, "
+			 "stage "
+			 "%s)%s%s%s; NCCL never reports this",
+			 pn, call, (double)(s->now_ns - h->since_ns) / NT_NSEC_PER_SEC,
+			 ib_stage_name(h->stage), f->nwaiters ? "; " : "", f->nwaiters ? ws : "",
+			 f->nwaiters > 1 ? " wait on it, their QPs short of RTS"
+			 : f->nwaiters	 ? " waits on it, its QPs short of RTS"
+					 : "");
+		add_evidence(
+			f,
+			"%s thread %d (proxy service) entered %s %.1fs ago and has not returned: "
+			"NCCL's IB connect/accept return at once while the peer is not ready",
+			pn, h->tid, call, (double)(s->now_ns - h->since_ns) / NT_NSEC_PER_SEC);
+		for (int k = 0; k < s->nprocs; k++) {
+			const struct snap_proc *w = &s->procs[k];
+			char wn[48];
+
+			if (w == p || w->exited)
+				continue;
+			snap_proc_name(w, w->pid, wn, sizeof(wn));
+			if (w->ib_hs.probe && !w->ib_hs.inside)
+				add_evidence(f, "%s polls %s for %.1fs, handshake stage %s", wn,
+					     w->ib_hs.probe == NT_P_IB_CONNECT ? "ncclIbConnect"
+									       : "ncclIbAccept",
+					     (double)(s->now_ns - w->ib_hs.since_ns) /
+						     NT_NSEC_PER_SEC,
+					     ib_stage_name(w->ib_hs.stage));
+			qp_evidence(s, w, f);
 		}
 	}
 }
@@ -527,15 +730,10 @@ static void retry_findings(const struct snapshot *s, const struct diag_config *c
 		    s->now_ns - p->nccl_setup_since_ns <= cfg->stall_threshold_ns ||
 		    named_in(out, *n, p->pid) || *n >= max)
 			continue;
-		f = &out[(*n)++];
-		memset(f, 0, sizeof(*f));
-		f->kind = p->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
-							   : FINDING_RING_SETUP_BLOCKED;
-		f->pid = p->pid;
-		f->rank = p->rank;
-		f->peer_rank = -1;
-		f->conn = -1;
-		f->since_ns = p->nccl_setup_since_ns;
+		f = proc_finding(out, n, max,
+				 p->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
+								  : FINDING_RING_SETUP_BLOCKED,
+				 p, p->nccl_setup_since_ns);
 		/* the others in the same setup wait for it */
 		for (int k = 0; k < s->nprocs; k++) {
 			const struct snap_proc *w = &s->procs[k];
@@ -787,19 +985,6 @@ static int odd_signature(const int *sig, const uint64_t *weight, int nm)
 		}
 	}
 	return sig[best];
-}
-
-static struct finding *new_finding(struct finding *out, int *n, int max)
-{
-	struct finding *f;
-
-	if (*n >= max)
-		return NULL;
-	f = &out[(*n)++];
-	memset(f, 0, sizeof(*f));
-	f->conn = -1;
-	f->rank = f->peer_rank = -1;
-	return f;
 }
 
 /* Drop socket findings that name a process as culprit that the counters show waiting. */
@@ -1188,6 +1373,8 @@ static void straggler_findings(const struct snapshot *s, const struct diag_confi
 	}
 }
 
+static uint64_t seq_total(const struct snap_comm *c);
+
 /* Why the per-call hooks must be on now, or NULL if the job may run quiet. */
 static const char *quiet_blocker(const struct snapshot *s, const struct diag_config *cfg,
 				 int open_findings, char *buf, size_t len)
@@ -1218,8 +1405,10 @@ static const char *quiet_blocker(const struct snapshot *s, const struct diag_con
 			continue;
 		counted++;
 		/* the one stopped the longest: where a stall starts, the rank behind stops first */
+		/* ties (one tick saw them all stop): the one with fewer collectives is behind */
 		if (s->now_ns - c->changed_ns > cfg->quiet_recent_ns &&
-		    (!stopped || c->changed_ns < stopped->changed_ns))
+		    (!stopped || c->changed_ns < stopped->changed_ns ||
+		     (c->changed_ns == stopped->changed_ns && seq_total(c) < seq_total(stopped))))
 			stopped = c;
 	}
 	if (stopped) {
@@ -1440,6 +1629,7 @@ int diagnose(const struct snapshot *s, const struct diag_config *cfg, struct fin
 			remove_finding(out, &n, i--);
 	coll_findings(s, cfg, out, &n, max);
 	ib_findings(s, out, &n, max);
+	ib_handshake_findings(s, cfg, out, &n, max);
 	retry_findings(s, cfg, out, &n, max);
 	setup_findings(s, cfg, out, &n, max);
 	straggler_findings(s, cfg, out, &n, max);

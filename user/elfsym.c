@@ -71,17 +71,26 @@ static void read_build_id(struct elf_lib *l, Elf_Scn *scn)
 	}
 }
 
-static int add_symbols(struct elf_lib *l, Elf_Scn *scn, const GElf_Shdr *sh, int *cap)
+/*
+ * versym: .dynsym's version indexes (.gnu.version), or NULL. A symbol of a non-default version
+ * (name@VER, not name@@VER: an old ABI kept for old binaries, such as ibv_create_qp@IBVERBS_1.0)
+ * is never what dlsym or dlvsym of the current version gives: it is left out.
+ */
+static int add_symbols(struct elf_lib *l, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *versym,
+		       int *cap)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
 	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 
 	for (size_t i = 0; d && i < n; i++) {
 		GElf_Sym s;
+		GElf_Versym v;
 		const char *name;
 		int type;
 
 		if (!gelf_getsym(d, i, &s))
+			continue;
+		if (versym && gelf_getversym(versym, i, &v) && (v & 0x8000))
 			continue;
 		type = GELF_ST_TYPE(s.st_info);
 		if ((type != STT_FUNC && type != STT_OBJECT) || s.st_shndx == SHN_UNDEF ||
@@ -115,6 +124,7 @@ int elflib_open(const char *path, struct elf_lib **out, char *err, size_t errlen
 {
 	struct elf_lib *l = calloc(1, sizeof(*l));
 	Elf_Scn *scn = NULL;
+	Elf_Data *versym = NULL;
 	size_t shstrndx;
 	int cap = 0, rc;
 
@@ -141,6 +151,12 @@ int elflib_open(const char *path, struct elf_lib **out, char *err, size_t errlen
 	}
 	while ((scn = elf_nextscn(l->elf, scn))) {
 		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_GNU_versym)
+			versym = elf_getdata(scn, NULL);
+	}
+	while ((scn = elf_nextscn(l->elf, scn))) {
+		GElf_Shdr sh;
 		const char *sname;
 
 		if (!gelf_getshdr(scn, &sh))
@@ -149,7 +165,8 @@ int elflib_open(const char *path, struct elf_lib **out, char *err, size_t errlen
 		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
 			if (sh.sh_type == SHT_SYMTAB)
 				l->has_symtab = true;
-			rc = add_symbols(l, scn, &sh, &cap);
+			rc = add_symbols(l, scn, &sh, sh.sh_type == SHT_DYNSYM ? versym : NULL,
+					 &cap);
 			if (rc) {
 				elflib_close(l);
 				return rc;

@@ -293,6 +293,44 @@ static void network_rules(const struct snapshot *s, struct finding *f, struct hy
 }
 
 /* What a completion status means, and how long the transport tried, from the settings. */
+/* An asynchronous event from the HCA (ibv_get_async_event) */
+static void ib_async_rules(struct hyps *h, const struct snap_proc *p)
+{
+	const struct snap_ib *ib = p->ib;
+	long to = num_of(p, "NCCL_IB_TIMEOUT", 20), rc = num_of(p, "NCCL_IB_RETRY_CNT", 7);
+
+	switch (ib->async_type) {
+	case 1: /* IBV_EVENT_QP_FATAL */
+	case 2: /* IBV_EVENT_QP_REQ_ERR */
+	case 3: /* IBV_EVENT_QP_ACCESS_ERR */
+		hyp(h, 80,
+		    "the HCA moved QP 0x%x to the error state by itself (%s): a bad work request "
+		    "or memory registration, or a firmware/driver fault; the collectives on it "
+		    "fail or hang. dmesg and /sys/class/infiniband/%s/ports/*/hw_counters say "
+		    "which",
+		    ib->async_qp, ib_event_name(ib->async_type), ib->async_dev);
+		break;
+	case 10: /* IBV_EVENT_PORT_ERR */
+		hyp(h, 85,
+		    "port %d of %s went down: a cable, a switch port or the link partner; every QP "
+		    "on it fails after its retries, (%ld+1) x 4.096 us x 2^%ld = %.1f s "
+		    "(NCCL_IB_RETRY_CNT=%ld, NCCL_IB_TIMEOUT=%ld)",
+		    ib->async_port, ib->async_dev, rc, to, ib_retry_window_s((int)to, (int)rc), rc,
+		    to);
+		break;
+	case 8: /* IBV_EVENT_DEVICE_FATAL */
+		hyp(h, 90,
+		    "%s failed as a whole (catastrophic error): a firmware or hardware fault; the "
+		    "device must be reset, and every process on it restarted",
+		    ib->async_dev);
+		break;
+	default:
+		hyp(h, 50, "the HCA %s reported %s: see dmesg and the port's counters",
+		    ib->async_dev, ib_event_name(ib->async_type));
+		break;
+	}
+}
+
 static void ib_rules(struct hyps *h, const struct snap_proc *p)
 {
 	const struct snap_ib_error *ib = p->ib_err;
@@ -406,6 +444,20 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 		    cn);
 		break;
 	case FINDING_RING_SETUP_BLOCKED:
+		if (cul && cul->ib_hs.probe && cul->ib_hs.inside)
+			hyp(h, 85,
+			    "%s's proxy thread is stuck inside one %s call (stage %s): NCCL's IB "
+			    "connect and accept are non-blocking state machines, so a call that "
+			    "does not "
+			    "return blocks on a socket or a verbs call (a QP that cannot reach "
+			    "RTR/RTS: "
+			    "a wrong GID index or RoCE version, NCCL_IB_GID_INDEX, "
+			    "NCCL_IB_ROCE_VERSION_NUM; a hung driver); the peers wait in their "
+			    "handshake "
+			    "with it, with no timeout",
+			    cn,
+			    cul->ib_hs.probe == NT_P_IB_CONNECT ? "ncclIbConnect" : "ncclIbAccept",
+			    ib_stage_name(cul->ib_hs.stage));
 		if (!cul || cul->nccl_setup != SNAP_SETUP_NONE)
 			break;
 		v = value_of(cul, "NCCL_RUNTIME_CONNECT", &src);
@@ -431,6 +483,8 @@ static void kind_rules(struct finding *f, struct hyps *h, const struct snap_proc
 	case FINDING_IB_ERROR:
 		if (cul && cul->ib_err)
 			ib_rules(h, cul);
+		else if (cul && cul->ib && cul->ib->nasync)
+			ib_async_rules(h, cul);
 		break;
 	case FINDING_STRAGGLER:
 		hyp(h, 60,
@@ -476,6 +530,10 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 		any_nccl = inv[k]->nccl || inv[k]->nset;
 	for (int i = 0; any_nccl && set[i]; i++)
 		add_setting(s, f, who, set[i]);
+	/* a setup blocked in an IB handshake: the IB settings govern it too */
+	if (any_nccl && set != ib_set && ninv && inv[0]->ib_hs.probe)
+		for (int i = 0; i < 4; i++)
+			add_setting(s, f, who, ib_set[i]);
 	if (ranks_differ(s, "NCCL_SOCKET_IFNAME", ranks, sizeof(ranks))) {
 		add_setting(s, f, who, "NCCL_SOCKET_IFNAME");
 		hyp(&h, 80,

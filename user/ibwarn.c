@@ -89,3 +89,71 @@ double ib_retry_window_s(int timeout, int retry_cnt)
 		return 0;
 	return 4.096e-6 * (double)(1ULL << timeout) * (retry_cnt + 1);
 }
+
+const char *ib_qp_state_name(int state)
+{
+	static const char *const n[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+
+	return state >= 0 && state < (int)(sizeof(n) / sizeof(n[0])) ? n[state] : "UNKNOWN";
+}
+
+/* enum ibv_event_type, in <infiniband/verbs.h>'s order */
+static const char *const events[] = {
+	"IBV_EVENT_CQ_ERR",
+	"IBV_EVENT_QP_FATAL",
+	"IBV_EVENT_QP_REQ_ERR",
+	"IBV_EVENT_QP_ACCESS_ERR",
+	"IBV_EVENT_COMM_EST",
+	"IBV_EVENT_SQ_DRAINED",
+	"IBV_EVENT_PATH_MIG",
+	"IBV_EVENT_PATH_MIG_ERR",
+	"IBV_EVENT_DEVICE_FATAL",
+	"IBV_EVENT_PORT_ACTIVE",
+	"IBV_EVENT_PORT_ERR",
+	"IBV_EVENT_LID_CHANGE",
+	"IBV_EVENT_PKEY_CHANGE",
+	"IBV_EVENT_SM_CHANGE",
+	"IBV_EVENT_SRQ_ERR",
+	"IBV_EVENT_SRQ_LIMIT_REACHED",
+	"IBV_EVENT_QP_LAST_WQE_REACHED",
+	"IBV_EVENT_CLIENT_REREGISTER",
+	"IBV_EVENT_GID_CHANGE",
+	"IBV_EVENT_WQ_FATAL",
+};
+
+const char *ib_event_name(int type)
+{
+	return type >= 0 && type < (int)(sizeof(events) / sizeof(events[0])) ? events[type]
+									     : "IBV_EVENT_UNKNOWN";
+}
+
+bool ib_event_is_error(int type)
+{
+	/* CQ_ERR, QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR, DEVICE_FATAL, PORT_ERR,
+	 * SRQ_ERR, WQ_FATAL */
+	return type == 0 || type == 1 || type == 2 || type == 3 || type == 7 || type == 8 ||
+	       type == 10 || type == 14 || type == 19;
+}
+
+bool ib_event_has_qp(int type)
+{
+	return (type >= 1 && type <= 7) || type == 16;
+}
+
+int ib_mtu_bytes(int mtu)
+{
+	return mtu >= 1 && mtu <= 5 ? 128 << mtu : 0;
+}
+
+const char *ib_stage_name(int stage)
+{
+	/* enum ncclIbCommState as NCCL 2.28 numbers it (2 is unused) */
+	static const char *const n[] = {
+		[0] = "Start",	     [1] = "Connect",	   [3] = "Accept",    [4] = "Send",
+		[5] = "Recv",	     [6] = "Connecting",   [7] = "Connected", [8] = "PendingReady",
+		[9] = "SendDevList", [10] = "RecvDevList",
+	};
+
+	return stage >= 0 && stage < (int)(sizeof(n) / sizeof(n[0])) && n[stage] ? n[stage]
+										 : "unknown";
+}

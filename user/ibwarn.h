@@ -29,5 +29,17 @@ const char *ib_wc_status_name(int status);
  * 4.096 us x 2^timeout, and retry_cnt retries follow the first try.
  */
 double ib_retry_window_s(int timeout, int retry_cnt);
+/* "RTS", from enum ibv_qp_state */
+const char *ib_qp_state_name(int state);
+/* "IBV_EVENT_QP_FATAL", from enum ibv_event_type */
+const char *ib_event_name(int type);
+/* An asynchronous event that breaks the QP, port or device (not COMM_EST, PORT_ACTIVE, ...) */
+bool ib_event_is_error(int type);
+/* Its element is a QP (else a port, a CQ or an SRQ) */
+bool ib_event_has_qp(int type);
+/* NCCL's enum ncclIbCommState (net_ib.cc): "Connecting" for 6, "unknown" */
+const char *ib_stage_name(int stage);
+/* 256 .. 4096 for enum ibv_mtu 1..5, 0 if unknown */
+int ib_mtu_bytes(int mtu);
 
 #endif /* NT_IBWARN_H */

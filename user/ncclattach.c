@@ -13,6 +13,7 @@ struct pid_links {
 	int pid;
 	unsigned int slots; /* bitmask of libraries attached */
 	bool scanned_done;  /* has a library: no more maps scans */
+	bool verbs_done;    /* libibverbs found in it */
 	struct tracer_uprobes **links;
 	int nlinks, cap;
 };
@@ -117,7 +118,7 @@ static void attach_slot(struct nccl_attach *a, struct pid_links *p, int slot)
 		int n = 0, got;
 
 		for (int id = 1; id < NT_P_MAX; id++) {
-			const struct nccl_probe_def *d = nccl_probe(id);
+			const struct nccl_probe_def *d = nccl_lib_probe(lib, id);
 
 			if (!d || !lib->probe_off[id] ||
 			    ((d->flags & NP_OPTIN) && !a->collectives) ||
@@ -193,28 +194,12 @@ void nccl_attach__proc(struct nccl_attach *a, int pid)
 		attach_slot(a, p, s);
 }
 
-void nccl_attach__scan(struct nccl_attach *a, int pid)
+/* A library found in a process's maps: probed in every process of the job. */
+static void attach_found(struct nccl_attach *a, char *lib)
 {
-	struct pid_links *p = pid_get(a, pid, true);
-	char path[64], lib[PATH_MAX], err[512];
-	static char buf[1 << 20];
-	ssize_t n, len = 0;
-	int fd, slot;
+	char err[512];
+	int slot;
 
-	if (!p || p->scanned_done)
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while (len < (ssize_t)sizeof(buf) - 1 &&
-	       (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += n;
-	close(fd);
-	buf[len] = '\0';
-	if (nccllib_find_in_maps(buf, lib, sizeof(lib)))
-		return;
-	p->scanned_done = true;
 	/* replaced on disk after it was mapped: the old file is gone, stat below says so */
 	if (strstr(lib, " (deleted)"))
 		*strstr(lib, " (deleted)") = '\0';
@@ -229,6 +214,39 @@ void nccl_attach__scan(struct nccl_attach *a, int pid)
 		attach_slot(a, &a->pids[i], slot);
 }
 
+void nccl_attach__scan(struct nccl_attach *a, int pid)
+{
+	struct pid_links *p = pid_get(a, pid, true);
+	char path[64], lib[PATH_MAX];
+	static char buf[1 << 20];
+	ssize_t n, len = 0;
+	int fd;
+
+	if (!p || p->scanned_done)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while (len < (ssize_t)sizeof(buf) - 1 &&
+	       (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	/*
+	 * libibverbs as well, where it is mapped: for verbs users other than NCCL (NCCL's own
+	 * calls are seen through its wrappers, attached with libnccl, never late)
+	 */
+	if (!p->verbs_done && nccllib_find_verbs_in_maps(buf, lib, sizeof(lib)) == 0) {
+		p->verbs_done = true;
+		attach_found(a, lib);
+	}
+	if (nccllib_find_in_maps(buf, lib, sizeof(lib)))
+		return;
+	p->scanned_done = true;
+	attach_found(a, lib);
+}
+
 void nccl_attach__exit(struct nccl_attach *a, int pid)
 {
 	struct pid_links *p = pid_get(a, pid, false);
@@ -241,9 +259,18 @@ void nccl_attach__exit(struct nccl_attach *a, int pid)
 
 bool nccl_attach__has(const struct nccl_attach *a, int pid)
 {
-	for (int i = 0; i < a->npids; i++)
-		if (a->pids[i].pid == pid)
-			return a->pids[i].slots != 0 || a->pids[i].scanned_done;
+	for (int i = 0; i < a->npids; i++) {
+		if (a->pids[i].pid != pid)
+			continue;
+		if (a->pids[i].scanned_done)
+			return true;
+		/* libibverbs alone is not NCCL: keep looking for it */
+		for (int s = 0; s < a->nlibs; s++)
+			if ((a->pids[i].slots & (1u << s)) &&
+			    a->libs[s].offs.lib_kind == NT_LIB_NCCL)
+				return true;
+		return false;
+	}
 	return false;
 }
 

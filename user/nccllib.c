@@ -10,6 +10,7 @@
 #include "dwoff.h"
 #include "elfsym.h"
 #include "nccllib.h"
+#include "verbsoffs.h"
 
 /* Mangled names checked against libnccl.so.2 2.28.9 (reference/nccl-internals.md). */
 static const struct nccl_probe_def defs[] = {
@@ -58,12 +59,53 @@ static const struct nccl_probe_def defs[] = {
 	/* public C API (weak aliases of pnccl*): the last collective counts before the free */
 	{NT_P_COMM_DESTROY, "comm_destroy", "ncclCommDestroy", NULL, 0},
 	{NT_P_COMM_ABORT, "comm_abort", "ncclCommAbort", NULL, 0},
+	/* the IB transport: re-entrant state machines the proxy calls until the QPs are up */
+	{NT_P_IB_CONNECT, "ib_connect", "_Z13ncclIbConnectPviS_PS_PP24ncclNetDeviceHandle_v7_t",
+	 "ib connect", NP_RET},
+	{NT_P_IB_ACCEPT, "ib_accept", "_Z12ncclIbAcceptPvPS_PP24ncclNetDeviceHandle_v7_t",
+	 "ib accept", NP_RET},
+	/* verbs through NCCL's wrappers (ibvwrap.cc): attached with the library, never late */
+	{NT_P_IBV_OPEN_DEVICE, "ibv_open_device",
+	 "_Z20wrap_ibv_open_devicePP11ibv_contextP10ibv_device", NULL, NP_RET},
+	{NT_P_IBV_CREATE_QP, "ibv_create_qp",
+	 "_Z18wrap_ibv_create_qpPP6ibv_qpP6ibv_pdP16ibv_qp_init_attr", NULL, NP_RET},
+	{NT_P_IBV_MODIFY_QP, "ibv_modify_qp", "_Z18wrap_ibv_modify_qpP6ibv_qpP11ibv_qp_attri", NULL,
+	 NP_RET},
+	{NT_P_IBV_DESTROY_QP, "ibv_destroy_qp", "_Z19wrap_ibv_destroy_qpP6ibv_qp", NULL, NP_RET},
+	{NT_P_IBV_REG_MR, "ibv_reg_mr", "_Z15wrap_ibv_reg_mrPP6ibv_mrP6ibv_pdPvmi", NULL, NP_RET},
+	{NT_P_IBV_ASYNC_EVENT, "ibv_get_async_event",
+	 "_Z24wrap_ibv_get_async_eventP11ibv_contextP15ibv_async_event", NULL, NP_RET},
 	{NT_P_ROLE_PROXY_SERVICE, "role_proxy_service", "_Z16ncclProxyServicePv", NULL, 0},
 	{NT_P_ROLE_PROXY_PROGRESS, "role_proxy_progress", "_Z17ncclProxyProgressPv", NULL, 0},
 	{NT_P_ROLE_BOOTSTRAP_ROOT, "role_bootstrap_root", "_ZL13bootstrapRootPv", NULL, 0},
 	{NT_P_ROLE_IB_ASYNC, "role_ib_async", "_ZL21ncclIbAsyncThreadMainPv", NULL, 0},
 	{NT_P_ROLE_NET_SOCKET, "role_net_socket", "_Z22persistentSocketThreadPv", NULL, 0},
 };
+
+/*
+ * libibverbs' own exported functions (default versions, IBVERBS_1.1: what dlvsym gives NCCL),
+ * for verbs users other than NCCL; calls made through NCCL's wrappers are told once. Not
+ * ibv_post_send or ibv_poll_cq: inline calls into the provider (libmlx5), millions a second.
+ */
+static const struct nccl_probe_def verbs_defs[] = {
+	{NT_P_IBV_OPEN_DEVICE, "ibv_open_device", "ibv_open_device", NULL, NP_RET | NP_CORE},
+	{NT_P_IBV_CREATE_QP, "ibv_create_qp", "ibv_create_qp", NULL, NP_RET | NP_CORE},
+	{NT_P_IBV_MODIFY_QP, "ibv_modify_qp", "ibv_modify_qp", NULL, NP_RET | NP_CORE},
+	{NT_P_IBV_DESTROY_QP, "ibv_destroy_qp", "ibv_destroy_qp", NULL, NP_RET | NP_CORE},
+	{NT_P_IBV_REG_MR, "ibv_reg_mr", "ibv_reg_mr", NULL, NP_RET},
+	{NT_P_IBV_ASYNC_EVENT, "ibv_get_async_event", "ibv_get_async_event", NULL,
+	 NP_RET | NP_CORE},
+};
+
+const struct nccl_probe_def *nccl_lib_probe(const struct nccl_lib *lib, enum nt_probe id)
+{
+	if (lib->offs.lib_kind != NT_LIB_VERBS)
+		return nccl_probe(id);
+	for (size_t i = 0; i < sizeof(verbs_defs) / sizeof(verbs_defs[0]); i++)
+		if (verbs_defs[i].id == id)
+			return &verbs_defs[i];
+	return NULL;
+}
 
 const struct nccl_probe_def *nccl_probe(enum nt_probe id)
 {
@@ -82,6 +124,8 @@ const char *nccl_offsets_source_name(enum nccl_offsets_source s)
 		return "DWARF (cached)";
 	case OFFS_TABLE:
 		return "built-in table";
+	case OFFS_HEADER:
+		return "<infiniband/verbs.h>";
 	default:
 		return "none";
 	}
@@ -96,7 +140,7 @@ static const struct {
 	{"ncclComm", "nRanks"},	 {"ncclComm", "seqNumber"},  {"ncclInfo", "coll"},
 	{"ncclInfo", "count"},	 {"ncclInfo", "datatype"},   {"ncclInfo", "root"},
 	{"ncclInfo", "comm"},	 {"bootstrapState", "rank"}, {"bootstrapState", "nranks"},
-	{"ncclTopoGraph", "id"},
+	{"ncclTopoGraph", "id"}, {"ncclIbHandle", "stage"},  {"ncclIbListenComm", "stage"},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 _Static_assert(NFIELDS * 4 == offsetof(struct nt_nccl_offsets, lasterr_delta),
@@ -114,7 +158,8 @@ static const struct {
 } known[] = {
 	/* libnccl.so.2 2.28.9+cuda13.0, CUDA 13.0 toolkit and the nvidia-nccl-cu13 wheel */
 	{"9fcf74d93a8c3605bf7718f594d0a24366e38536",
-	 {0, 12, 52, 72, 0x1044c8, 0x1044d0, 0x1044d4, 0x106a10, 0, 32, 40, 48, 56, 476, 480, 0}},
+	 {0, 12, 52, 72, 0x1044c8, 0x1044d0, 0x1044d4, 0x106a10, 0, 32, 40, 48, 56, 476, 480, 0, 40,
+	  104}},
 };
 
 const char *nccllib_cache_dir(void)
@@ -235,17 +280,29 @@ int nccllib_open(const char *path, const char *cache_dir, struct nccl_lib *lib, 
 	lib->has_dwarf = elflib_has_dwarf(el);
 	if (elflib_find_string(el, "NCCL version ", ver, sizeof(ver)) == 0)
 		sscanf(ver + strlen("NCCL version "), "%63[0-9.]", lib->version);
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		int n = elflib_find(el, defs[i].sym, syms, 4);
+	lib->offs.lib_kind = nccllib_is_verbs(path) ? NT_LIB_VERBS : NT_LIB_NCCL;
+	for (int id = 1; id < NT_P_MAX; id++) {
+		const struct nccl_probe_def *d = nccl_lib_probe(lib, id);
+		int n = d ? elflib_find(el, d->sym, syms, 4) : 0;
 
-		lib->probe_dups[defs[i].id] = n;
+		lib->probe_dups[id] = n;
 		if (n > 0) {
 			/* duplicate static names: the lowest address, reported as ambiguous */
-			lib->probe_off[defs[i].id] = syms[0].offset;
+			lib->probe_off[id] = syms[0].offset;
 			lib->resolved++;
-		} else if (defs[i].flags & NP_CORE) {
+		} else if (d && (d->flags & NP_CORE)) {
 			lib->missing_core++;
 		}
+	}
+	if (lib->offs.lib_kind == NT_LIB_VERBS) {
+		elflib_close(el);
+		if (!lib->resolved) {
+			snprintf(err, errlen, "%s: no verbs functions found", path);
+			return -ENOENT;
+		}
+		/* its structs are <infiniband/verbs.h>'s: the programs have them already */
+		lib->offs_src = OFFS_HEADER;
+		return 0;
 	}
 	/* WARN text lands in the global ncclLastError: reach it from ncclDebugLog's address */
 	if (elflib_find(el, nccl_probe(NT_P_DEBUG_LOG)->sym, &dbg, 1) > 0 &&
@@ -268,9 +325,18 @@ int nccllib_open(const char *path, const char *cache_dir, struct nccl_lib *lib, 
 	return 0;
 }
 
-int nccllib_find_in_maps(const char *maps, char *path, size_t len)
+bool nccllib_is_verbs(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return strncmp(base ? base + 1 : path, "libibverbs.so", 13) == 0;
+}
+
+/* The first mapped file whose basename starts with prefix. */
+static int find_mapped(const char *maps, const char *prefix, char *path, size_t len)
 {
 	const char *line = maps;
+	size_t plen = strlen(prefix);
 
 	path[0] = '\0';
 	while (line && *line) {
@@ -285,7 +351,7 @@ int nccllib_find_in_maps(const char *maps, char *path, size_t len)
 			for (const char *q = p; q < p + pl; q++)
 				if (*q == '/')
 					base = q + 1;
-			if ((size_t)(p + pl - base) >= 9 && strncmp(base, "libnccl.so", 10) == 0 &&
+			if ((size_t)(p + pl - base) >= plen && strncmp(base, prefix, plen) == 0 &&
 			    pl < len) {
 				memcpy(path, p, pl);
 				path[pl] = '\0';
@@ -296,6 +362,16 @@ int nccllib_find_in_maps(const char *maps, char *path, size_t len)
 		line = end ? end + 1 : NULL;
 	}
 	return -ENOENT;
+}
+
+int nccllib_find_in_maps(const char *maps, char *path, size_t len)
+{
+	return find_mapped(maps, "libnccl.so", path, len);
+}
+
+int nccllib_find_verbs_in_maps(const char *maps, char *path, size_t len)
+{
+	return find_mapped(maps, "libibverbs.so", path, len);
 }
 
 int nccllib_probes_main(int argc, char **argv)
@@ -336,29 +412,63 @@ int nccllib_probes_main(int argc, char **argv)
 		return EXIT_DATAERR;
 	}
 	printf("library:   %s\n", lib.path);
-	printf("version:   %s\n", lib.version[0] ? lib.version : "unknown");
+	if (lib.offs.lib_kind == NT_LIB_VERBS)
+		printf("kind:      libibverbs (verbs probes; NCCL's own calls are probed in "
+		       "libnccl's wrap_ibv_* functions)\n");
+	else
+		printf("version:   %s\n", lib.version[0] ? lib.version : "unknown");
 	printf("build-id:  %s\n", lib.build_id[0] ? lib.build_id : "none");
 	printf("symbols:   %s\n",
 	       lib.has_symtab ? ".symtab and .dynsym" : ".dynsym only (stripped)");
 	printf("offsets:   %s%s\n", nccl_offsets_source_name(lib.offs_src),
 	       lib.offs_src == OFFS_NONE ? " (arguments only: no socket, comm or collective fields)"
 					 : "");
-	printf("warnings:  %s\n",
-	       lib.offs.lasterr_delta ? "ncclLastError found: WARN text is captured"
-				      : "ncclLastError not found: warnings are counted, text lost");
+	if (lib.offs.lib_kind != NT_LIB_VERBS)
+		printf("warnings:  %s\n",
+		       lib.offs.lasterr_delta
+			       ? "ncclLastError found: WARN text is captured"
+			       : "ncclLastError not found: warnings are counted, text lost");
 	printf("\n%-20s %-8s %-10s %s\n", "probe", "status", "offset", "symbol");
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		const struct nccl_probe_def *d = &defs[i];
+	for (int id = 1; id < NT_P_MAX; id++) {
+		const struct nccl_probe_def *d = nccl_lib_probe(&lib, id);
 		char st[16];
 
-		snprintf(st, sizeof(st), "%s", lib.probe_off[d->id] ? "ok" : "missing");
+		if (!d)
+			continue;
+		snprintf(st, sizeof(st), "%s", lib.probe_off[id] ? "ok" : "missing");
 		printf("%-20s %-8s 0x%-8llx %s%s%s%s\n", d->name, st,
-		       (unsigned long long)lib.probe_off[d->id], d->sym,
+		       (unsigned long long)lib.probe_off[id], d->sym,
 		       d->flags & NP_CORE ? " [core]" : "",
 		       d->flags & NP_OPTIN ? " [--collectives]" : "",
-		       lib.probe_dups[d->id] > 1 ? " [duplicate name: lowest address]" : "");
+		       lib.probe_dups[id] > 1 ? " [duplicate name: lowest address]" : "");
 	}
-	if (lib.offs_src != OFFS_NONE) {
+	if (lib.offs_src == OFFS_HEADER) {
+		struct nt_verbs_offsets vo;
+		static const char *const names[] = {
+			"ibv_qp.qp_num",
+			"ibv_qp.context",
+			"ibv_context.device",
+			"ibv_device.name",
+			"ibv_qp_attr.qp_state",
+			"ibv_qp_attr.path_mtu",
+			"ibv_qp_attr.dest_qp_num",
+			"ibv_qp_attr.timeout",
+			"ibv_qp_attr.retry_cnt",
+			"ibv_qp_attr.rnr_retry",
+			"ibv_qp_attr.min_rnr_timer",
+			"ibv_qp_attr.ah_attr.grh.sgid_index",
+			"ibv_qp_attr.ah_attr.port_num",
+			"ibv_qp_attr.ah_attr.dlid",
+			"ibv_qp_attr.ah_attr.grh.dgid",
+			"ibv_async_event.element",
+			"ibv_async_event.event_type",
+		};
+
+		verbs_offsets_fill(&vo);
+		printf("\n%-36s %s\n", "field", "offset");
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			printf("%-36s %d\n", names[i], ((const __s32 *)&vo)[i]);
+	} else if (lib.offs_src != OFFS_NONE) {
 		printf("\n%-28s %s\n", "field", "offset");
 		for (size_t i = 0; i < NFIELDS; i++) {
 			char name[96];
@@ -368,7 +478,9 @@ int nccllib_probes_main(int argc, char **argv)
 		}
 	}
 	if (lib.missing_core) {
-		printf("\n%d core probe%s missing: NCCL phases will be incomplete\n",
+		printf(lib.offs.lib_kind == NT_LIB_VERBS
+			       ? "\n%d core probe%s missing: queue pairs will be incomplete\n"
+			       : "\n%d core probe%s missing: NCCL phases will be incomplete\n",
 		       lib.missing_core, lib.missing_core == 1 ? "" : "s");
 		return 1;
 	}

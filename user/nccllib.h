@@ -28,13 +28,20 @@ struct nccl_probe_def {
 	unsigned int flags;
 };
 
+/* NCCL's definition of probe id (names, phases), whichever library it is attached in */
 const struct nccl_probe_def *nccl_probe(enum nt_probe id);
+struct nccl_lib;
+/* The definition in this library: libibverbs' exported symbol, or NCCL's; NULL if none */
+const struct nccl_probe_def *nccl_lib_probe(const struct nccl_lib *lib, enum nt_probe id);
+/* Is path libibverbs (basename libibverbs.so*)? */
+bool nccllib_is_verbs(const char *path);
 
 enum nccl_offsets_source {
 	OFFS_NONE = 0,
 	OFFS_DWARF,
 	OFFS_CACHE, /* from DWARF, an earlier run */
 	OFFS_TABLE,
+	OFFS_HEADER, /* libibverbs: <infiniband/verbs.h>, compiled in */
 };
 
 const char *nccl_offsets_source_name(enum nccl_offsets_source s);
@@ -68,6 +75,8 @@ const char *nccllib_cache_dir(void);
  * libnccl.so*), or "" if none. Returns 0 when found.
  */
 int nccllib_find_in_maps(const char *maps, char *path, size_t len);
+/* The same for libibverbs.so* */
+int nccllib_find_verbs_in_maps(const char *maps, char *path, size_t len);
 
 /* `nccltrace probes LIB`: argv[0] is "probes". Returns the exit status. */
 int nccllib_probes_main(int argc, char **argv);

@@ -28,6 +28,10 @@ struct nthread {
 	uint16_t probe[NT_PHASE_DEPTH];
 	uint64_t since[NT_PHASE_DEPTH];
 	char detail[NT_PHASE_DEPTH][24]; /* "ring", "peer 3 tag 257", "proxy rank 1" */
+	/* ibv_modify_qp's attributes, from its entry until its return says whether they took */
+	__typeof__(((struct nt_ev_nccl *)0)->d.ib) modify;
+	uint32_t modify_mask;
+	bool modify_pending;
 };
 
 struct ncomm {
@@ -56,6 +60,9 @@ struct nproc {
 	uint64_t warnings;
 	uint64_t suppressed;	 /* WARN calls NCCL downgraded to INFO */
 	struct snap_ib_error ib; /* count 0: none */
+	struct snap_ib ibv;	 /* verbs: QPs, MRs, async events */
+	bool has_ibv;
+	struct snap_ib_handshake ib_hs; /* sampled from the BPF phase stacks */
 	uint64_t retries;
 	uint64_t last_retry_ns;
 	char retry_addr[64];
@@ -311,6 +318,44 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 	sp->nccl_retry_addr = p && p->retry_addr[0] ? p->retry_addr : NULL;
 	sp->nccl_warning = p && p->last_warning[0] ? p->last_warning : NULL;
 	sp->ib_err = p && p->ib.count ? &p->ib : NULL;
+	sp->ib = p && p->has_ibv ? &p->ibv : NULL;
+	if (p)
+		sp->ib_hs = p->ib_hs;
+}
+
+void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
+			   int (*stack)(void *ctx, int tid, struct nt_phase_stack *out), void *ctx)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct nproc *p = &s->p[i];
+		struct snap_ib_handshake hs = {.stage = -1};
+
+		/* the IB handshakes run in the proxy service thread; only IB users have one */
+		if (!p->has_ibv)
+			continue;
+		for (int k = 0; k < p->nth; k++) {
+			struct nt_phase_stack st;
+			uint32_t d;
+
+			if (p->th[k].role != NT_P_ROLE_PROXY_SERVICE ||
+			    stack(ctx, p->th[k].tid, &st))
+				continue;
+			d = st.depth - 1;
+			if (st.depth > 0 && d < NT_PHASE_DEPTH &&
+			    (st.f[d].probe == NT_P_IB_CONNECT || st.f[d].probe == NT_P_IB_ACCEPT) &&
+			    now - st.f[d].since_ns > NT_NSEC_PER_SEC) {
+				hs = (struct snap_ib_handshake){st.f[d].probe, true,
+								st.f[d].since_ns, st.poll_stage,
+								p->th[k].tid};
+				break;
+			}
+			if (st.poll_probe && now - st.poll_last_ns <= NT_NSEC_PER_SEC)
+				hs = (struct snap_ib_handshake){st.poll_probe, false,
+								st.poll_first_ns, st.poll_stage,
+								p->th[k].tid};
+		}
+		p->ib_hs = hs;
+	}
 }
 
 /* ncclEnqueueCheck (--collectives): one collective launched; no phase (it has no return probe) */
@@ -343,6 +388,212 @@ static json_t *collective_record(struct nproc *p, const struct nt_ev_nccl *e)
 				json_integer((json_int_t)++p->comm[i].enq[e->d.info.coll]));
 	}
 	return o;
+}
+
+/* ibv_qp_attr_mask bits, as <infiniband/verbs.h> has them */
+enum {
+	QPM_STATE = 1 << 0,
+	QPM_PORT = 1 << 5,
+	QPM_AV = 1 << 7,
+	QPM_PATH_MTU = 1 << 8,
+	QPM_TIMEOUT = 1 << 9,
+	QPM_RETRY_CNT = 1 << 10,
+	QPM_RNR_RETRY = 1 << 11,
+	QPM_MIN_RNR_TIMER = 1 << 15,
+	QPM_DEST_QPN = 1 << 20,
+};
+
+static struct snap_qp *qp_find(struct snap_ib *ib, uint64_t obj, uint32_t qpn)
+{
+	for (int i = ib->nqp - 1; i >= 0; i--)
+		if (!ib->qp[i].destroyed && ib->qp[i].obj == obj && ib->qp[i].qp_num == qpn)
+			return &ib->qp[i];
+	return NULL;
+}
+
+static struct snap_qp *qp_new(struct snap_ib *ib)
+{
+	/* full: the oldest destroyed one makes room, else the oldest */
+	if (ib->nqp == SNAP_MAX_QPS) {
+		int k = 0;
+
+		for (int i = 0; i < ib->nqp; i++)
+			if (ib->qp[i].destroyed) {
+				k = i;
+				break;
+			}
+		memmove(&ib->qp[k], &ib->qp[k + 1], (ib->nqp - k - 1) * sizeof(ib->qp[0]));
+		ib->nqp--;
+	}
+	memset(&ib->qp[ib->nqp], 0, sizeof(ib->qp[0]));
+	return &ib->qp[ib->nqp++];
+}
+
+static void qp_json(json_t *o, const struct snap_qp *q)
+{
+	json_object_set_new(o, "qp_num", json_integer(q->qp_num));
+	json_object_set_new(o, "state", json_string(ib_qp_state_name(q->state)));
+	if (q->dev[0])
+		json_object_set_new(o, "dev", json_string(q->dev));
+}
+
+/* The verbs probes: a QP's life, memory registrations, the HCA's asynchronous events. */
+static json_t *verbs_event(struct nproc *p, struct nthread *t, const struct nt_ev_nccl *e)
+{
+	struct snap_ib *ib = &p->ibv;
+	struct snap_qp *q;
+	json_t *o = NULL;
+
+	p->has_ibv = true;
+	switch (e->probe) {
+	case NT_P_IBV_OPEN_DEVICE:
+		if (!e->ret || !e->d.ib.obj)
+			return NULL;
+		snprintf(ib->dev, sizeof(ib->dev), "%.23s", e->d.ib.dev);
+		o = base_record(e, "ib_device");
+		json_object_set_new(o, "dev", json_string(ib->dev));
+		return o;
+	case NT_P_IBV_CREATE_QP:
+		if (!e->ret)
+			return NULL;
+		o = base_record(e, "ib_qp");
+		json_object_set_new(o, "event", json_string("create"));
+		if (!e->d.ib.obj) {
+			json_object_set_new(o, "error", json_integer(e->retval));
+			return o;
+		}
+		q = qp_new(ib);
+		q->obj = e->d.ib.obj;
+		q->qp_num = e->d.ib.qp_num;
+		q->created_ns = q->changed_ns = e->h.ts_ns;
+		snprintf(q->dev, sizeof(q->dev), "%.23s", e->d.ib.dev);
+		qp_json(o, q);
+		return o;
+	case NT_P_IBV_MODIFY_QP:
+		if (!t)
+			return NULL;
+		if (!e->ret) {
+			t->modify = e->d.ib;
+			t->modify_mask = e->d.ib.mask;
+			t->modify_pending = true;
+			return NULL;
+		}
+		if (!t->modify_pending)
+			return NULL;
+		t->modify_pending = false;
+		q = qp_find(ib, e->d.ib.obj, e->d.ib.qp_num);
+		o = base_record(e, "ib_qp");
+		json_object_set_new(o, "event", json_string("modify"));
+		json_object_set_new(o, "mask", json_integer(t->modify_mask));
+		if (q && e->retval == 0) {
+			uint32_t m = t->modify_mask;
+
+			if (m & QPM_STATE)
+				q->state = t->modify.state;
+			if (m & QPM_PATH_MTU)
+				q->mtu = t->modify.mtu;
+			if (m & QPM_DEST_QPN)
+				q->dest_qp_num = t->modify.dest_qp_num;
+			if (m & QPM_TIMEOUT)
+				q->timeout = t->modify.timeout;
+			if (m & QPM_RETRY_CNT)
+				q->retry_cnt = t->modify.retry_cnt;
+			if (m & QPM_RNR_RETRY)
+				q->rnr_retry = t->modify.rnr_retry;
+			if (m & QPM_AV) {
+				q->sgid_index = t->modify.sgid_index;
+				q->port = t->modify.port;
+			}
+			if (m & QPM_PORT)
+				q->port = t->modify.port;
+			q->err = 0;
+			q->changed_ns = e->h.ts_ns;
+		} else if (q) {
+			q->err = (int)(e->retval < 0 ? -e->retval : e->retval);
+		}
+		if (q)
+			qp_json(o, q);
+		else
+			json_object_set_new(o, "qp_num", json_integer(e->d.ib.qp_num));
+		if (e->retval)
+			json_object_set_new(o, "error", json_integer(e->retval));
+		if (t->modify_mask & QPM_STATE)
+			json_object_set_new(o, "to",
+					    json_string(ib_qp_state_name(t->modify.state)));
+		if (t->modify_mask & QPM_PATH_MTU)
+			json_object_set_new(o, "path_mtu",
+					    json_integer(ib_mtu_bytes(t->modify.mtu)));
+		if (t->modify_mask & QPM_DEST_QPN)
+			json_object_set_new(o, "dest_qp_num", json_integer(t->modify.dest_qp_num));
+		if (t->modify_mask & QPM_AV) {
+			char g[INET6_ADDRSTRLEN];
+
+			json_object_set_new(o, "sgid_index", json_integer(t->modify.sgid_index));
+			json_object_set_new(o, "dlid", json_integer(t->modify.dlid));
+			if (inet_ntop(AF_INET6, t->modify.dgid, g, sizeof(g)))
+				json_object_set_new(o, "dgid", json_string(g));
+		}
+		if (t->modify_mask & (QPM_AV | QPM_PORT))
+			json_object_set_new(o, "port", json_integer(t->modify.port));
+		if (t->modify_mask & QPM_TIMEOUT)
+			json_object_set_new(o, "timeout", json_integer(t->modify.timeout));
+		if (t->modify_mask & QPM_RETRY_CNT)
+			json_object_set_new(o, "retry_cnt", json_integer(t->modify.retry_cnt));
+		if (t->modify_mask & QPM_RNR_RETRY)
+			json_object_set_new(o, "rnr_retry", json_integer(t->modify.rnr_retry));
+		if (t->modify_mask & QPM_MIN_RNR_TIMER)
+			json_object_set_new(o, "min_rnr_timer",
+					    json_integer(t->modify.min_rnr_timer));
+		return o;
+	case NT_P_IBV_DESTROY_QP:
+		if (e->ret)
+			return NULL;
+		q = qp_find(ib, e->d.ib.obj, e->d.ib.qp_num);
+		o = base_record(e, "ib_qp");
+		json_object_set_new(o, "event", json_string("destroy"));
+		if (q) {
+			q->destroyed = true;
+			q->changed_ns = e->h.ts_ns;
+			qp_json(o, q);
+		} else {
+			json_object_set_new(o, "qp_num", json_integer(e->d.ib.qp_num));
+		}
+		return o;
+	case NT_P_IBV_REG_MR: {
+		uint64_t len = e->d.ib.obj; /* the BPF side found it among the arguments */
+
+		if (e->ret)
+			return NULL;
+		ib->nmr++;
+		ib->mr_bytes += len;
+		o = base_record(e, "ib_mr");
+		json_object_set_new(o, "length", json_integer((json_int_t)len));
+		return o;
+	}
+	case NT_P_IBV_ASYNC_EVENT:
+		if (!e->ret || e->retval != 0)
+			return NULL;
+		ib->nasync++;
+		ib->async_type = e->d.ib.event_type;
+		ib->async_qp = ib_event_has_qp(e->d.ib.event_type) ? e->d.ib.qp_num : 0;
+		ib->async_port = ib_event_has_qp(e->d.ib.event_type) ? 0 : e->d.ib.port;
+		ib->async_ns = e->h.ts_ns;
+		snprintf(ib->async_dev, sizeof(ib->async_dev), "%.23s", e->d.ib.dev);
+		o = base_record(e, "ib_event");
+		json_object_set_new(o, "event", json_string(ib_event_name(ib->async_type)));
+		json_object_set_new(o, "dev", json_string(ib->async_dev));
+		if (ib->async_qp) {
+			json_object_set_new(o, "qp_num", json_integer(ib->async_qp));
+			q = qp_find(ib, e->d.ib.obj, ib->async_qp);
+			if (q && ib_event_is_error(ib->async_type))
+				q->state = 6; /* IBV_QPS_ERR: the HCA moved it */
+		} else {
+			json_object_set_new(o, "port", json_integer(ib->async_port));
+		}
+		return o;
+	default:
+		return NULL;
+	}
 }
 
 json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
@@ -415,6 +666,8 @@ json_t *nccl_state__event(struct nccl_state *s, const struct nt_ev_nccl *e)
 		json_object_set_new(o, "phase", json_string(d->name));
 		return o;
 	}
+	if (e->probe >= NT_P_IBV_OPEN_DEVICE && e->probe <= NT_P_IBV_ASYNC_EVENT)
+		return verbs_event(p, t, e);
 	if (e->probe == NT_P_CONNECT_RETRY) {
 		char a[64];
 
@@ -691,6 +944,44 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 	json_object_set_new(o, "warnings_downgraded", json_integer(p->suppressed));
 	json_object_set_new(o, "connect_retries", json_integer(p->retries));
 	json_object_set_new(o, "settings_read", json_integer(p->nset));
+	if (p->has_ibv) {
+		json_t *ib = json_object(), *qa = json_array();
+
+		for (int i = 0; i < p->ibv.nqp; i++) {
+			const struct snap_qp *q = &p->ibv.qp[i];
+			json_t *qo = json_object();
+
+			if (q->destroyed)
+				continue;
+			qp_json(qo, q);
+			json_object_set_new(qo, "dest_qp_num", json_integer(q->dest_qp_num));
+			json_object_set_new(qo, "timeout", json_integer(q->timeout));
+			json_object_set_new(qo, "retry_cnt", json_integer(q->retry_cnt));
+			json_object_set_new(qo, "sgid_index", json_integer(q->sgid_index));
+			json_object_set_new(
+				qo, "age_s",
+				json_real((double)(now - q->changed_ns) / NT_NSEC_PER_SEC));
+			json_array_append_new(qa, qo);
+		}
+		json_object_set_new(ib, "qps", qa);
+		json_object_set_new(ib, "mrs", json_integer(p->ibv.nmr));
+		json_object_set_new(ib, "mr_bytes", json_integer((json_int_t)p->ibv.mr_bytes));
+		json_object_set_new(ib, "async_events", json_integer(p->ibv.nasync));
+		if (p->ib_hs.probe) {
+			json_t *h = json_object();
+
+			json_object_set_new(h, "call",
+					    json_string(nccl_probe(p->ib_hs.probe)->name));
+			json_object_set_new(h, "inside", json_boolean(p->ib_hs.inside));
+			json_object_set_new(h, "stage", json_string(ib_stage_name(p->ib_hs.stage)));
+			json_object_set_new(
+				h, "for_s",
+				json_real((double)(now - p->ib_hs.since_ns) / NT_NSEC_PER_SEC));
+			json_object_set_new(h, "tid", json_integer(p->ib_hs.tid));
+			json_object_set_new(ib, "handshake", h);
+		}
+		json_object_set_new(o, "ib", ib);
+	}
 	return o;
 }
 

@@ -63,4 +63,11 @@ int nccl_state__setup(const struct nccl_state *s, int pid, uint64_t *since_ns);
 /* pure: NCCL socket type number to name ("bootstrap", "proxy", "net", "ib", "ras") */
 const char *nccl_socket_type_name(int type);
 
+/*
+ * The IB handshakes of the proxy threads, from the BPF side's phase stacks (stack: a tracer
+ * lookup), for processes that use verbs. Each tick.
+ */
+void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
+			   int (*stack)(void *ctx, int tid, struct nt_phase_stack *out), void *ctx);
+
 #endif /* NT_NCCLSTATE_H */

@@ -358,6 +358,8 @@ static void on_nccl_lib(void *ctx, int slot, const struct nccl_lib *lib, const c
 	json_object_set_new(o, "type", json_string("nccl_lib"));
 	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now_mono()));
 	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(
+		o, "kind", json_string(lib->offs.lib_kind == NT_LIB_VERBS ? "libibverbs" : "nccl"));
 	json_object_set_new(o, "path", json_string(lib->path));
 	json_object_set_new(o, "version", json_string(lib->version));
 	json_object_set_new(o, "build_id", json_string(lib->build_id));
@@ -365,6 +367,10 @@ static void on_nccl_lib(void *ctx, int slot, const struct nccl_lib *lib, const c
 	json_object_set_new(o, "probes_resolved", json_integer(lib->resolved));
 	json_object_set_new(o, "core_missing", json_integer(lib->missing_core));
 	dump_put(s, o);
+	if (lib->offs.lib_kind == NT_LIB_VERBS) {
+		pr_info("libibverbs at %s: %d probes\n", lib->path, lib->resolved);
+		return;
+	}
 	pr_info("NCCL %s at %s: %d probes, offsets from %s\n",
 		lib->version[0] ? lib->version : "(version unknown)", lib->path, lib->resolved,
 		nccl_offsets_source_name(lib->offs_src));
@@ -559,6 +565,13 @@ static void quiet_step(struct session *s, uint64_t now)
 		dump_put(s, rec);
 }
 
+static int phase_stack(void *ctx, int tid, struct nt_phase_stack *out)
+{
+	struct session *s = ctx;
+
+	return tracer__phase_stack(s->tracer, tid, out);
+}
+
 static void tick(struct session *s, bool force_snapshot)
 {
 	struct finding found[MAX_FINDINGS];
@@ -572,6 +585,7 @@ static void tick(struct session *s, bool force_snapshot)
 	model__snapshot(s->model, now, &s->snap);
 	s->snap.tcp_quiet = !tracer__data_hooks_on(s->tracer);
 	s->snap.tcp_resumed_ns = s->tcp_resumed_ns;
+	nccl_state__sample_ib(s->nstate, now, phase_stack, s);
 	for (int i = 0; i < s->snap.nprocs; i++) {
 		struct snap_proc *p = &s->snap.procs[i];
 

@@ -44,6 +44,43 @@ struct snap_ib_error {
 	uint64_t colls_before; /* collectives the rank had launched by then (comm->seqNumber) */
 };
 
+/* A queue pair, from the verbs probes (ibv_create_qp/modify_qp/destroy_qp). */
+#define SNAP_MAX_QPS 32
+struct snap_qp {
+	uint64_t obj; /* struct ibv_qp * in the process */
+	uint32_t qp_num, dest_qp_num;
+	uint8_t state; /* enum ibv_qp_state */
+	uint8_t mtu, timeout, retry_cnt, rnr_retry, sgid_index, port;
+	bool destroyed;
+	int err; /* errno of the last failed ibv_modify_qp, 0 if none */
+	uint64_t created_ns, changed_ns;
+	char dev[24];
+};
+
+/* An IB connection handshake (ncclIbConnect/ncclIbAccept) a proxy thread is in. */
+struct snap_ib_handshake {
+	int probe;	   /* NT_P_IB_CONNECT or NT_P_IB_ACCEPT, 0 if none */
+	bool inside;	   /* one call for longer than a second: blocked inside it */
+	uint64_t since_ns; /* the call's start if inside, else the polling's */
+	int stage;	   /* enum ncclIbCommState, -1 if unknown */
+	int tid;
+};
+
+/* A process's verbs: its QPs, memory registrations and the last asynchronous event. */
+struct snap_ib {
+	struct snap_qp qp[SNAP_MAX_QPS];
+	int nqp;
+	char dev[24]; /* the last device opened */
+	int nmr;
+	uint64_t mr_bytes;
+	int nasync;
+	int async_type; /* enum ibv_event_type of the last one */
+	uint32_t async_qp;
+	int async_port;
+	uint64_t async_ns;
+	char async_dev[24];
+};
+
 /* An NCCL setting of a process: as NCCL read it (uprobe), or from its environment. */
 struct snap_setting {
 	const char *name;  /* "NCCL_SOCKET_RETRY_CNT" */
@@ -77,6 +114,8 @@ struct snap_proc {
 	const char *nccl_retry_addr;	    /* where the last one went, NULL if none */
 	const char *nccl_warning;	    /* NCCL's last WARN text, NULL if none */
 	const struct snap_ib_error *ib_err; /* NULL: none */
+	const struct snap_ib *ib;	    /* verbs seen in it, NULL: none */
+	struct snap_ib_handshake ib_hs;
 };
 
 struct snap_conn {

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "nccltrace.skel.h"
 #include "tracer.h"
+#include "verbsoffs.h"
 
 struct tracer {
 	struct nccltrace_bpf *skel;
@@ -232,6 +233,7 @@ static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t l
 		return err;
 	}
 	set_mode_autoload(s, m);
+	verbs_offsets_fill((struct nt_verbs_offsets *)&s->rodata->vo);
 	err = nccltrace_bpf__load(s);
 	t->multi = err == 0;
 	if (err) {
@@ -241,6 +243,7 @@ static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t l
 		if (!s)
 			return -errno;
 		set_mode_autoload(s, m);
+		verbs_offsets_fill((struct nt_verbs_offsets *)&s->rodata->vo);
 		bpf_program__set_autoload(s->progs.nt_uprobe_m, false);
 		bpf_program__set_autoload(s->progs.nt_uretprobe_m, false);
 		libbpf_last[0] = '\0';
@@ -424,6 +427,15 @@ int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_of
 	if (slot < 0 || slot >= NT_MAX_LIBS)
 		return -EINVAL;
 	if (bpf_map__update_elem(t->skel->maps.nccl_offs, &key, sizeof(key), o, sizeof(*o), 0))
+		return -errno;
+	return 0;
+}
+
+int tracer__phase_stack(struct tracer *t, int tid, struct nt_phase_stack *out)
+{
+	__u32 key = tid;
+
+	if (bpf_map__lookup_elem(t->skel->maps.phases, &key, sizeof(key), out, sizeof(*out), 0))
 		return -errno;
 	return 0;
 }

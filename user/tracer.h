@@ -44,6 +44,9 @@ int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const 
 /* Offsets of NCCL's struct fields for library slot (0..NT_MAX_LIBS-1). 0 or -errno. */
 int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o);
 
+/* The BPF side's phase stack of thread tid (polling of ncclIbConnect/Accept included). */
+int tracer__phase_stack(struct tracer *t, int tid, struct nt_phase_stack *out);
+
 struct tracer_uprobes;
 /*
  * Uprobes (or uretprobes) at offsets in the file path, for process pid only, each carrying its

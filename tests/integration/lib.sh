@@ -39,6 +39,23 @@ jqe() { jq -e "$@" >/dev/null; }
 # "VALUE SOURCE" of setting NAME of the first finding in FINDINGS (JSON)
 first_setting() { jq -r ".[0].settings.$2 | \"\\(.value) \\(.source)\"" <<<"$1"; }
 
+# need_fixture NAME FILE...: BPF works here and the fixtures are built; else a skip (with the
+# reason) or a failure for NAME, and status 1
+need_fixture() {
+	local name=$1 why f
+	shift
+	if ! why=$(bpf_usable); then
+		skip "$name" "BPF not usable here: $why"
+		return 1
+	fi
+	for f in "$@"; do
+		if [ ! -e "$f" ]; then
+			fail "$name" "fixture not built: run make ($f)"
+			return 1
+		fi
+	done
+}
+
 # findings of a dump as JSON
 findings() { "$NT" report --json "$1" | jq -c '.findings'; }
 

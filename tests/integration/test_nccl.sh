@@ -10,14 +10,7 @@ FAKE=$ROOT/build/fakenccl/libnccl.so.2
 STRIPPED=$ROOT/build/fakenccl-stripped/libnccl.so.2
 export NCCLTRACE_CACHE_DIR=$TMP/cache
 
-if ! why=$(bpf_usable); then
-	skip nccl "BPF not usable here: $why"
-	exit 0
-fi
-if [ ! -x "$NJ" ] || [ ! -r "$FAKE" ]; then
-	fail nccl "fixture not built: run make (build/nccljob, $FAKE)"
-	exit 0
-fi
+need_fixture nccl "$NJ" "$FAKE" || exit 0
 
 # --- a healthy 3-rank job, with one setting from the environment and one from nccl.conf ---
 D=$TMP/healthy.jsonl

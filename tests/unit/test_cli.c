@@ -442,7 +442,7 @@ static void test_help_examples_parse(void **state)
 	assert_int_equal(check_help_examples(cli_run_help), 2);
 	assert_int_equal(check_help_examples(cli_main_help), 5);
 	assert_int_equal(check_help_examples(cli_report_help), 2);
-	assert_int_equal(check_help_examples(cli_probes_help), 1);
+	assert_int_equal(check_help_examples(cli_probes_help), 2);
 	assert_int_equal(check_help_examples(cli_doctor_help), 3);
 }
 

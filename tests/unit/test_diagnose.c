@@ -194,20 +194,6 @@ static bool has_waiter(const struct finding *f, int pid)
 	return false;
 }
 
-static bool evidence_has(const struct finding *f, const char *s)
-{
-	for (int i = 0; i < f->nevidence; i++)
-		if (strstr(f->evidence[i], s))
-			return true;
-	return false;
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
-}
-
 static int run(struct world *w, struct finding *out)
 {
 	memset(out, 0, MAX_OUT * sizeof(*out));
@@ -1314,6 +1300,24 @@ static void test_quiet_after_hold_and_back_on_stop(void **state)
 	free(w);
 }
 
+/* One tick sees every rank stop: the reason names the rank behind, not the first listed */
+static void test_quiet_reason_names_rank_behind(void **state)
+{
+	struct world *w = nvlink_job(3, 50, NOW - 3 * SEC);
+	struct quiet q = {0};
+
+	(void)state;
+	assert_false(quiet_at(w, &q, NOW - 3 * SEC, 0));
+	assert_true(quiet_at(w, &q, NOW, 0));
+	comm_store[1].seq[AR] = 49;
+	for (int r = 0; r < 3; r++)
+		comm_store[r].changed_ns = NOW;
+	w->s.now_ns = NOW + 600 * MSEC;
+	assert_false(diagnose_quiet(&w->s, &qcfg, 0, &q));
+	assert_contains(q.why_on, "rank 1's collectives stopped");
+	free(w);
+}
+
 static void test_quiet_never_in_setup_findings_or_without_nccl(void **state)
 {
 	struct world *w = nvlink_job(2, 10, NOW);
@@ -1369,6 +1373,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kind_names_round_trip),
 		cmocka_unit_test(test_quiet_after_hold_and_back_on_stop),
+		cmocka_unit_test(test_quiet_reason_names_rank_behind),
 		cmocka_unit_test(test_quiet_never_in_setup_findings_or_without_nccl),
 		cmocka_unit_test(test_resumed_hooks_do_not_age_connections),
 		cmocka_unit_test(test_healthy_ring),

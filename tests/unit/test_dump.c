@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dump.h"
+#include "testutil.h"
 #include "nccltrace.h"
 
 #define ERRLEN 512
@@ -107,12 +108,6 @@ static int collect(void *ctx, json_t *rec, int line)
 	snprintf(g->type[g->n], sizeof(g->type[0]), "%s", type ? type : "");
 	g->n++;
 	return g->stop_at && line == g->stop_at;
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
 }
 
 static void write_records(const char *path, int n)

@@ -21,4 +21,21 @@ static inline struct nt_tuple test_tuple(int family, const char *sa, int sp, con
 	return t;
 }
 
+static inline void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' does not contain '%s'", hay, needle);
+}
+
+#ifdef NT_DIAGNOSE_H
+/* Some evidence line of the finding contains s */
+static inline bool evidence_has(const struct finding *f, const char *s)
+{
+	for (int i = 0; i < f->nevidence; i++)
+		if (strstr(f->evidence[i], s))
+			return true;
+	return false;
+}
+#endif
+
 #endif /* NT_TESTUTIL_H */

@@ -114,6 +114,12 @@ for tr in nvlink sockets; do
 	# PyTorch creates the communicator at the first collective: rank 1 late to NCCL's init
 	scenario $tr-before-init init_blocked 1 "${E[@]}" -- $L --stall-at first
 	LIMIT=30 scenario $tr-mismatch collective_mismatch 1 "${E[@]}" -- --iters 20 --stall-rank 1 --stall-mode mismatch
+	# steady state first (5 s of all_reduces every 20 ms): quiet mode is on when rank 1 sleeps
+	scenario $tr-sleep-steady stall 1 "${E[@]}" -- --iters 500 --numel 1024 --stall-rank 1 --stall-for 8
+	if want $tr-sleep-steady; then
+		q=$(grep -c '"type":"tcp_hooks","ts_ns":[0-9]*,"on":false' "$OUT/$tr-sleep-steady.jsonl")
+		echo "    $tr-sleep-steady: quiet mode went on $q time(s)"
+	fi
 done
 scenario env-typo config - NCCL_SOCKET_IFNAMES=lo -- --iters 5
 

@@ -330,14 +330,15 @@ void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
 		struct nproc *p = &s->p[i];
 		struct snap_ib_handshake hs = {.stage = -1};
 
-		/* the IB handshakes run in the proxy service thread; only IB users have one */
+		/* the IB handshakes run in a proxy thread (the service one); only IB users have them */
 		if (!p->has_ibv)
 			continue;
 		for (int k = 0; k < p->nth; k++) {
 			struct nt_phase_stack st;
 			uint32_t d;
 
-			if (p->th[k].role != NT_P_ROLE_PROXY_SERVICE ||
+			if ((p->th[k].role != NT_P_ROLE_PROXY_SERVICE &&
+			     p->th[k].role != NT_P_ROLE_PROXY_PROGRESS) ||
 			    stack(ctx, p->th[k].tid, &st))
 				continue;
 			d = st.depth - 1;

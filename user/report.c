@@ -144,6 +144,42 @@ static json_t *rank_entry(json_t *ranks, int pid)
 	return NULL;
 }
 
+/* A rank's verbs: QPs created, at RTS, destroyed, failed changes, and the HCA's events. */
+static void ib_tally(json_t *ranks, json_t *rec, const char *type)
+{
+	json_t *r = rank_entry(ranks, (int)json_integer_value(json_object_get(rec, "pid")));
+	json_t *ib;
+	const char *ev = json_string_value(json_object_get(rec, "event")) ?: "";
+
+	if (!r)
+		return;
+	ib = json_object_get(r, "ib");
+	if (!ib) {
+		ib = json_pack("{s:i,s:i,s:i,s:i,s:[]}", "qps", 0, "rts", 0, "destroyed", 0,
+			       "failed", 0, "events");
+		json_object_set_new(r, "ib", ib);
+	}
+#define BUMP(k)                                                                                    \
+	json_object_set_new(ib, k, json_integer(json_integer_value(json_object_get(ib, k)) + 1))
+	if (!strcmp(type, "ib_qp") && json_object_get(rec, "error"))
+		BUMP("failed");
+	else if (!strcmp(type, "ib_qp") && !strcmp(ev, "create"))
+		BUMP("qps");
+	else if (!strcmp(type, "ib_qp") && !strcmp(ev, "destroy"))
+		BUMP("destroyed");
+	else if (!strcmp(type, "ib_qp") &&
+		 !strcmp(json_string_value(json_object_get(rec, "to")) ?: "", "RTS")) {
+		BUMP("rts");
+		json_object_set(ib, "timeout", json_object_get(rec, "timeout"));
+		json_object_set(ib, "retry_cnt", json_object_get(rec, "retry_cnt"));
+	} else if (!strcmp(type, "ib_event")) {
+		json_array_append_new(json_object_get(ib, "events"),
+				      json_pack("{s:s,s:O}", "event", ev, "qp_num",
+						json_object_get(rec, "qp_num") ?: json_null()));
+	}
+#undef BUMP
+}
+
 static int collect_ranks(void *ctx, json_t *rec, int line)
 {
 	struct rank_ctx *c = ctx;
@@ -174,6 +210,8 @@ static int collect_ranks(void *ctx, json_t *rec, int line)
 		json_object_set(r, "ended_ns", json_object_get(rec, "ts_ns"));
 	} else if (!strcmp(type, "snapshot")) {
 		dump_conns_update(&c->conns, rec);
+	} else if (!strncmp(type, "ib_", 3)) {
+		ib_tally(c->ranks, rec, type);
 	}
 	return 0;
 }
@@ -252,6 +290,38 @@ static json_t *report_ranks(const char *path, json_t *header, char *err, size_t 
 	return c.ranks;
 }
 
+static void print_ib(json_t *ib)
+{
+	json_t *e;
+	size_t i;
+
+	if (!ib)
+		return;
+	printf("      IB: %lld QPs, %lld reached RTS",
+	       (long long)json_integer_value(json_object_get(ib, "qps")),
+	       (long long)json_integer_value(json_object_get(ib, "rts")));
+	if (json_is_integer(json_object_get(ib, "timeout")))
+		printf(" (timeout %lld, retry_cnt %lld)",
+		       (long long)json_integer_value(json_object_get(ib, "timeout")),
+		       (long long)json_integer_value(json_object_get(ib, "retry_cnt")));
+	printf(", %lld destroyed", (long long)json_integer_value(json_object_get(ib, "destroyed")));
+	if (json_integer_value(json_object_get(ib, "failed")))
+		printf(", %lld failed changes",
+		       (long long)json_integer_value(json_object_get(ib, "failed")));
+	printf("\n");
+	json_array_foreach(json_object_get(ib, "events"), i, e)
+	{
+		if (json_is_integer(json_object_get(e, "qp_num")))
+			printf("      HCA event %s on QP 0x%llx\n",
+			       json_string_value(json_object_get(e, "event")),
+			       (unsigned long long)json_integer_value(
+				       json_object_get(e, "qp_num")));
+		else
+			printf("      HCA event %s\n",
+			       json_string_value(json_object_get(e, "event")));
+	}
+}
+
 static void print_ranks(json_t *ranks)
 {
 	size_t i, j;
@@ -276,6 +346,7 @@ static void print_ranks(json_t *ranks)
 		       (long long)json_integer_value(json_object_get(r, "retrans")),
 		       json_object_get(r, "ended") ? "; " : "",
 		       json_string_value(json_object_get(r, "ended")) ?: "");
+		print_ib(json_object_get(r, "ib"));
 		json_array_foreach(json_object_get(r, "timeline"), j, p)
 		{
 			if (j == 12) {

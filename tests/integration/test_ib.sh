@@ -69,6 +69,8 @@ check ib_device "no ib_device mlx5_0" -- jq_ok 'select(.type=="ib_device" and .d
 check ib_mr "no 128 KiB memory registration" -- jq_ok 'select(.type=="ib_mr" and .length==131072)' "$D"
 check snapshot_qps "no snapshot with a rank's QPs at RTS" -- \
 	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.ib.qps // [] | map(select(.state=="RTS")) | length > 0' "$D"
+check report_ib "report's IB lines: $("$NT" report --json "$D" | jq -c '[.ranks[].ib]')" -- \
+	jqe '[.ranks[].ib | select(.qps >= 2 and .rts == .qps and .destroyed == .qps and .timeout == 14)] | length == 3' < <("$NT" report --json "$D")
 check no_poll_events "ncclIbConnect/Accept calls reached the dump one by one" -- \
 	bash -c "! jq -e 'select(.type==\"nccl\" and (.probe==\"ib_connect\" or .probe==\"ib_accept\"))' '$D' >/dev/null"
 pkill -9 -f "$NJ" 2>/dev/null
@@ -86,6 +88,8 @@ check async_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
 	jqe ".[0].summary | test(\"raised IBV_EVENT_QP_FATAL on QP $(printf '0x%x' "${qpn:-0}") .*timeout 14, retry_cnt 3\")" <<<"$f"
 check async_peer "the QP's other end is not named" -- \
 	jqe '.[0].evidence | map(select(test("other end, QP 0x[0-9a-f]+, is rank [02] "))) | length == 1' <<<"$f"
+check async_report "report does not show the event on rank 1" -- \
+	grep -q "HCA event IBV_EVENT_QP_FATAL on QP $(printf '0x%x' "${qpn:-0}")" < <("$NT" report "$D")
 check async_setting "NCCL_IB_TIMEOUT not as NCCL read it" -- \
 	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "14 read"
 check async_hypothesis "$(jq -c '.[0].hypotheses' <<<"$f")" -- \

@@ -5,6 +5,7 @@
  * the host checks (interfaces, a port in use, what sudo dropped).
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <ifaddrs.h>
@@ -278,6 +279,58 @@ static bool port_in_use(void *io, int port)
 	return busy;
 }
 
+/* A one-line sysfs file, without its newline; false if unreadable. */
+static bool read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+/*
+ * The local HCAs' GID tables, as the kernel shows them: /sys/class/infiniband/DEV/ports/1/
+ * {gids,gid_attrs/types}/IDX and link_layer ($NCCLTRACE_SYSFS replaces /sys, for tests).
+ */
+static int hca_gid(void *io, const char *hca, int idx, char *type, size_t tlen, char *dev,
+		   size_t dlen, bool *ib)
+{
+	const char *sys = getenv("NCCLTRACE_SYSFS");
+	char dir[PATH_MAX], path[PATH_MAX + 64], gid[64], ll[32];
+	struct dirent *d;
+	DIR *dp;
+
+	(void)io;
+	snprintf(dir, sizeof(dir), "%s/class/infiniband", sys && *sys ? sys : "/sys");
+	dp = opendir(dir);
+	if (!dp)
+		return -ENODEV;
+	dev[0] = '\0';
+	while ((d = readdir(dp)))
+		if (d->d_name[0] != '.' && (!hca || !strcmp(d->d_name, hca)) &&
+		    (!dev[0] || strcmp(d->d_name, dev) < 0))
+			snprintf(dev, dlen, "%s", d->d_name); /* the first by name, as NCCL */
+	closedir(dp);
+	if (!dev[0])
+		return -ENODEV;
+	snprintf(path, sizeof(path), "%s/%s/ports/1/link_layer", dir, dev);
+	*ib = read_line(path, ll, sizeof(ll)) && !strcmp(ll, "InfiniBand");
+	snprintf(path, sizeof(path), "%s/%s/ports/1/gids/%d", dir, dev, idx);
+	if (!read_line(path, gid, sizeof(gid)) ||
+	    !strcmp(gid, "0000:0000:0000:0000:0000:0000:0000:0000"))
+		return *ib ? 0 : -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s/ports/1/gid_attrs/types/%d", dir, dev, idx);
+	if (!read_line(path, type, tlen))
+		type[0] = '\0';
+	return 0;
+}
+
 /*
  * sudo's env_reset: the user's own shell is the nearest ancestor that does not run as root.
  * Its environment, as a lint_env; false if there is none to compare with.
@@ -400,7 +453,11 @@ static int lint_launch(struct envset *env, char **cmd, int ncmd, const char *lib
 		       struct lint_problem *out, int max, struct names *nm)
 {
 	struct lint_ctx c = {
-		.launch = true, .iface_exists = iface_exists, .port_in_use = port_in_use};
+		.launch = true,
+		.iface_exists = iface_exists,
+		.port_in_use = port_in_use,
+		.gid = hca_gid,
+	};
 	struct envset shell = {0};
 	char pathbuf[PATH_MAX];
 	const char *cmd0 = NULL;

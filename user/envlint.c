@@ -5,6 +5,7 @@
  * chooses interfaces with NCCL_SOCKET_IFNAME's prefix/exact/exclude syntax; torchrun gives
  * every rank RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,50 @@ static void check_ifname(const struct lint_ctx *c, struct out *o, const struct l
 			exact ? "is" : "starts with", list);
 }
 
+/*
+ * NCCL_IB_GID_INDEX against this host's GID table: an empty GID, or a RoCE v1 one where NCCL
+ * wants v2, lets the QPs come up (the handshake runs over TCP) and fails the first transfer.
+ */
+static void check_gid_index(const struct lint_ctx *c, struct out *o, const struct lint_env *e,
+			    const struct lint_var *v)
+{
+	const struct lint_var *hv = get(e, "NCCL_IB_HCA"), *rv = get(e, "NCCL_IB_ROCE_VERSION_NUM");
+	char hca[64] = "", type[32] = "", dev[64] = "";
+	long idx = strtol(v->value, NULL, 0);
+	bool ib = false;
+	int r;
+
+	if (!c->gid || idx < 0)
+		return;
+	/* the first HCA NCCL_IB_HCA names (not an exclusion list) */
+	if (hv && hv->value[0] && hv->value[0] != '^') {
+		const char *p = hv->value + (hv->value[0] == '=');
+
+		snprintf(hca, sizeof(hca), "%.*s", (int)strcspn(p, ":,"), p);
+	}
+	r = c->gid(c->io, hca[0] ? hca : NULL, (int)idx, type, sizeof(type), dev, sizeof(dev), &ib);
+	if (r == -ENOENT)
+		problem(o, LINT_ERROR, e, v,
+			"an index whose type is RoCE v2 with an IPv4-mapped GID (show_gids, "
+			"/sys/class/infiniband/DEV/ports/1/gid_attrs/types), or unset it: NCCL "
+			"then picks one by NCCL_IB_ROCE_VERSION_NUM and NCCL_IB_ADDR_FAMILY",
+			"%s port 1 has no GID %ld: the QPs come up (the handshake is TCP) and the "
+			"first transfer fails with IBV_WC_RETRY_EXC_ERR after the retries",
+			dev[0] ? dev : (hca[0] ? hca : "the HCA"), idx);
+	else if (r == 0 && ib)
+		problem(o, LINT_INFO, e, v, NULL,
+			"%s is InfiniBand: NCCL addresses its QPs by LID, and the GID index only "
+			"counts on RoCE",
+			dev);
+	else if (r == 0 && strstr(type, "v1") && (!rv || !strcmp(rv->value, "2")))
+		problem(o, LINT_WARN, e, v,
+			"a RoCE v2 GID index, or NCCL_IB_ROCE_VERSION_NUM=1 if the fabric is one "
+			"L2 domain",
+			"GID %ld of %s is %s, while NCCL_IB_ROCE_VERSION_NUM is %s: RoCE v1 is not "
+			"routed across subnets, so peers elsewhere never answer",
+			idx, dev, type, rv ? "2" : "2 by default");
+}
+
 /* NCCL_IB_HCA: [^][=]name[:port],...  (exclude, exact match, a port number) */
 static void check_ib_hca(struct out *o, const struct lint_env *e, const struct lint_var *v)
 {
@@ -199,6 +244,8 @@ static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct
 		check_ifname(c, o, e, v);
 	if (!strcmp(v->key, "NCCL_IB_HCA"))
 		check_ib_hca(o, e, v);
+	if (!strcmp(v->key, "NCCL_IB_GID_INDEX"))
+		check_gid_index(c, o, e, v);
 	if (!strcmp(v->key, "NCCL_IB_ROCE_VERSION_NUM") && strcmp(v->value, "1") &&
 	    strcmp(v->value, "2"))
 		problem(o, LINT_ERROR, e, v, "1 or 2 (RoCE v2 is the routable one)",

@@ -51,6 +51,13 @@ struct lint_ctx {
 	bool (*iface_exists)(void *io, const char *name, bool exact);
 	/* is this TCP port taken on this host? NULL: not checked */
 	bool (*port_in_use)(void *io, int port);
+	/*
+	 * GID idx of port 1 of the local HCA hca (NULL: the first): 0 with its type ("RoCE v2",
+	 * "IB/RoCE v1") and device name, *ib set on an InfiniBand link; -ENOENT if that GID is
+	 * empty or absent; another negative errno when it cannot tell (no HCA). NULL: not checked
+	 */
+	int (*gid)(void *io, const char *hca, int idx, char *type, size_t tlen, char *dev,
+		   size_t dlen, bool *ib);
 	void *io;
 };
 

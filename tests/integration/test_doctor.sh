@@ -44,6 +44,37 @@ out=$(env -i "PATH=/usr/bin:/bin" NCCL_IB_TIMOUT=3 "$NT" doctor --nccl-lib /none
 check builtin_table "$(jq -r .names_from <<<"$out")" -- \
 	jqe '(.names_from | test("built-in NCCL 2.28.9 table")) and .problems[0].fix == "did you mean NCCL_IB_TIMEOUT?"' <<<"$out"
 
+# --- NCCL_IB_GID_INDEX against the HCA's GID table (a sysfs tree as the kernel lays it out:
+# there is no HCA here) ---
+mkhca() { # DEV LINK_LAYER: GIDs 0-3 (v1, v2 link-local; v1, v2 IPv4-mapped), 4 empty
+	local d=$TMP/sys/class/infiniband/$1/ports/1
+	mkdir -p "$d/gids" "$d/gid_attrs/types"
+	echo "$2" >"$d/link_layer"
+	for i in 0 1 2 3 4; do
+		case $i in
+		0 | 1) echo fe80:0000:0000:0000:0202:c9ff:fe00:0001 >"$d/gids/$i" ;;
+		2 | 3) echo 0000:0000:0000:0000:0000:ffff:0a00:0001 >"$d/gids/$i" ;;
+		4) echo 0000:0000:0000:0000:0000:0000:0000:0000 >"$d/gids/$i" ;;
+		esac
+		[ $i -lt 4 ] && { [ $((i % 2)) = 0 ] && echo "IB/RoCE v1" || echo "RoCE v2"; } >"$d/gid_attrs/types/$i"
+	done
+}
+mkhca mlx5_0 Ethernet
+mkhca mlx5_1 InfiniBand
+gid() { "${clean_env[@]}" NCCLTRACE_SYSFS=$TMP/sys "$@" "$NT" doctor 2>&1; }
+out=$(gid env NCCL_IB_GID_INDEX=4)
+check gid_empty "$out" -- grep -qE '^error +NCCL_IB_GID_INDEX=4: mlx5_0 port 1 has no GID 4: .*IBV_WC_RETRY_EXC_ERR' <<<"$out"
+out=$(gid env NCCL_IB_GID_INDEX=2)
+check gid_v1 "$out" -- grep -qE '^warning +NCCL_IB_GID_INDEX=2: GID 2 of mlx5_0 is IB/RoCE v1, while NCCL_IB_ROCE_VERSION_NUM is 2 by default' <<<"$out"
+out=$(gid env NCCL_IB_GID_INDEX=3)
+check gid_v2_fine "$out" -- bash -c '! grep -q "GID_INDEX" <<<"$1"' _ "$out"
+out=$(gid env NCCL_IB_GID_INDEX=2 NCCL_IB_ROCE_VERSION_NUM=1)
+check gid_v1_wanted "$out" -- bash -c '! grep -q "GID_INDEX" <<<"$1"' _ "$out"
+out=$(gid env NCCL_IB_GID_INDEX=4 NCCL_IB_HCA=mlx5_1:1)
+check gid_ib_link "$out" -- grep -qE '^info +NCCL_IB_GID_INDEX=4: mlx5_1 is InfiniBand: NCCL addresses its QPs by LID' <<<"$out"
+out=$("${clean_env[@]}" NCCLTRACE_SYSFS=$TMP/nosys NCCL_IB_GID_INDEX=4 "$NT" doctor 2>&1)
+check gid_no_hca "$out" -- bash -c '! grep -q "GID_INDEX" <<<"$1"' _ "$out"
+
 # --- a command's environment: its env prefix; torchrun's --master-port on a port in use ---
 out=$("${clean_env[@]}" NCCL_P2P_DISABLE=1 "$NT" doctor -- env -u NCCL_P2P_DISABLE NCCL_SHM_DISABLE=yes true 2>&1)
 rc=$?

@@ -6,6 +6,7 @@
  * that connection" from any waiting process ends at a process that is not waiting (sleeping,
  * stopped, exited, busy elsewhere) or at an address nobody traced: that is the culprit.
  */
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -492,6 +493,33 @@ static struct finding *proc_finding(struct finding *out, int *n, int max, enum f
 	return f;
 }
 
+/*
+ * The rank behind NCCL's "peer 10.0.0.2<43517>": the traced process at the other end of p's
+ * connection to that address (the IB connection's TCP socket), if any.
+ */
+static void ib_peer_rank(const struct snapshot *s, const struct snap_proc *p, const char *peer,
+			 struct finding *f)
+{
+	for (int i = 0; i < s->nconns; i++) {
+		const struct snap_conn *c = &s->conns[i];
+		const struct snap_proc *q;
+		char a[INET6_ADDRSTRLEN], ep[INET6_ADDRSTRLEN + 16], qn[48];
+
+		if (c->pid != p->pid || c->peer_pid <= 0 ||
+		    !inet_ntop(c->c.t.family == AF_INET6 ? AF_INET6 : AF_INET, c->c.t.daddr, a,
+			       sizeof(a)))
+			continue;
+		snprintf(ep, sizeof(ep), "%s<%u>", a, c->c.t.dport);
+		if (strcmp(ep, peer) || !(q = snapshot_proc(s, c->peer_pid)))
+			continue;
+		f->peer_pid = q->pid;
+		f->peer_rank = q->rank;
+		snap_proc_name(q, q->pid, qn, sizeof(qn));
+		add_evidence(f, "peer %s is %s (the IB connection's socket)", peer, qn);
+		return;
+	}
+}
+
 /* The QP an asynchronous event names, NULL if not known */
 static const struct snap_qp *ib_event_qp(const struct snap_ib *ib)
 {
@@ -541,6 +569,7 @@ static void ib_findings(const struct snapshot *s, struct finding *out, int *n, i
 				 (unsigned long long)ib->colls_before,
 				 ib->colls_before == 1 ? "" : "s");
 			add_evidence(f, "NCCL WARN: %.180s", ib->text);
+			ib_peer_rank(s, p, ib->peer, f);
 			if (ib->count > 1)
 				add_evidence(f, "%d such completion errors on %s", ib->count, pn);
 			add_evidence(f, "opcode %d, vendor_err %u (0x%x)", ib->opcode,

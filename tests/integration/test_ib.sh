@@ -96,6 +96,17 @@ check async_hypothesis "$(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("moved QP 0x[0-9a-f]+ to the error state")' <<<"$f"
 pkill -9 -f "$NJ" 2>/dev/null
 
+# --- a completion error over a real IB connection: its peer address is a rank's socket ---
+D=$TMP/ibwarn.jsonl
+"$NT" run -t 2 --dump "$D" -- "$NJ" --ranks 3 --iters 10 --net ib --fault ib-error --fault-rank 1 \
+	--timeout 20 >"$TMP/ibwarn.out" 2>&1
+f=$(findings "$D")
+check warn_kind "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
+	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ib_error 1"
+check warn_peer_rank "peer rank $(jq -r '.[0].peer_rank' <<<"$f"): $(jq -c '.[0].evidence' <<<"$f")" -- \
+	jqe '(.[0].peer_rank == 2) and (.[0].evidence | map(select(test("^peer 127.0.0.1<[0-9]+> is rank 2 "))) | length == 1)' <<<"$f"
+pkill -9 -f "$NJ" 2>/dev/null
+
 # --- rank 1 blocks inside ncclIbAccept: the silent IB ring-setup hang, named in time ---
 D=$TMP/handshake.jsonl
 THRESH=2

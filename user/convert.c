@@ -288,6 +288,39 @@ static void on_finding(struct conv *c, json_t *rec, uint64_t ts)
 				      json_object_get(rec, "hypotheses")));
 }
 
+/*
+ * Verbs on the thread that made the call: a QP's creation, each state it is moved to (with
+ * the attributes set), its destruction; the HCA's asynchronous events, on the process.
+ */
+static void on_ib(struct conv *c, json_t *rec, const char *type, uint64_t ts)
+{
+	int pid = (int)json_integer_value(json_object_get(rec, "pid"));
+	int tid = (int)json_integer_value(json_object_get(rec, "tid"));
+	const char *ev = json_string_value(json_object_get(rec, "event")) ?: "?";
+	json_t *args = json_object(), *e;
+	const char *k;
+	json_t *v;
+	char name[64];
+
+	if (!strcmp(type, "ib_event"))
+		snprintf(name, sizeof(name), "%s", ev);
+	else if (!strcmp(ev, "modify"))
+		snprintf(name, sizeof(name), "QP 0x%llx -> %s",
+			 (unsigned long long)json_integer_value(json_object_get(rec, "qp_num")),
+			 json_string_value(json_object_get(rec, "to")) ?: "?");
+	else
+		snprintf(name, sizeof(name), "QP 0x%llx %s",
+			 (unsigned long long)json_integer_value(json_object_get(rec, "qp_num")),
+			 ev);
+	json_object_foreach(rec, k, v) if (strcmp(k, "type") && strcmp(k, "ts_ns") &&
+					   strcmp(k, "pid") && strcmp(k, "tid") &&
+					   strcmp(k, "probe")) json_object_set(args, k, v);
+	e = event(c, "i", name, pid, strcmp(type, "ib_event") ? tid : pid, ts);
+	json_object_set_new(e, "s", json_string(strcmp(type, "ib_event") ? "t" : "p"));
+	json_object_set_new(e, "cat", json_string("verbs"));
+	json_object_set_new(e, "args", args);
+}
+
 static int on_record(void *ctx, json_t *rec, int line)
 {
 	struct conv *c = ctx;
@@ -334,6 +367,8 @@ static int on_record(void *ctx, json_t *rec, int line)
 		on_snapshot(c, rec, ts);
 	} else if (!strcmp(type, "finding")) {
 		on_finding(c, rec, ts);
+	} else if (!strcmp(type, "ib_qp") || !strcmp(type, "ib_event")) {
+		on_ib(c, rec, type, ts);
 	} else if (!strcmp(type, "proc")) {
 		const char *ev = json_string_value(json_object_get(rec, "event"));
 		int pid = (int)json_integer_value(json_object_get(rec, "pid"));

@@ -71,6 +71,9 @@ check snapshot_qps "no snapshot with a rank's QPs at RTS" -- \
 	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.ib.qps // [] | map(select(.state=="RTS")) | length > 0' "$D"
 check report_ib "report's IB lines: $("$NT" report --json "$D" | jq -c '[.ranks[].ib]')" -- \
 	jqe '[.ranks[].ib | select(.qps >= 2 and .rts == .qps and .destroyed == .qps and .timeout == 14)] | length == 3' < <("$NT" report --json "$D")
+"$NT" convert "$D" -o "$TMP/ib.trace.json" >/dev/null 2>&1
+got=$(jq '[.traceEvents[] | select(.cat=="verbs" and .ph=="i" and (.name | test("^QP 0x[0-9a-f]+ -> RTS$")) and .tid != 0 and .args.timeout == 14)] | length' "$TMP/ib.trace.json")
+check convert_qps "$got RTS instants in the Perfetto trace, the HCA made $n_rts" -- test "$got" = "$n_rts"
 check no_poll_events "ncclIbConnect/Accept calls reached the dump one by one" -- \
 	bash -c "! jq -e 'select(.type==\"nccl\" and (.probe==\"ib_connect\" or .probe==\"ib_accept\"))' '$D' >/dev/null"
 pkill -9 -f "$NJ" 2>/dev/null
@@ -90,6 +93,9 @@ check async_peer "the QP's other end is not named" -- \
 	jqe '.[0].evidence | map(select(test("other end, QP 0x[0-9a-f]+, is rank [02] "))) | length == 1' <<<"$f"
 check async_report "report does not show the event on rank 1" -- \
 	grep -q "HCA event IBV_EVENT_QP_FATAL on QP $(printf '0x%x' "${qpn:-0}")" < <("$NT" report "$D")
+"$NT" convert "$D" -o "$TMP/async.trace.json" >/dev/null 2>&1
+check async_convert "no IBV_EVENT_QP_FATAL instant on rank 1's process in the trace" -- \
+	jqe '[.traceEvents[] | select(.cat=="verbs" and .name=="IBV_EVENT_QP_FATAL" and .pid==1 and .s=="p")] | length == 1' "$TMP/async.trace.json"
 check async_setting "NCCL_IB_TIMEOUT not as NCCL read it" -- \
 	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "14 read"
 check async_hypothesis "$(jq -c '.[0].hypotheses' <<<"$f")" -- \

@@ -56,6 +56,9 @@ need_fixture() {
 	done
 }
 
+# "kind rank,kind rank" of findings (JSON from findings())
+kind_ranks() { jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$1"; }
+
 # findings of a dump as JSON
 findings() { "$NT" report --json "$1" | jq -c '.findings'; }
 

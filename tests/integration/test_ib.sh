@@ -83,8 +83,8 @@ D=$TMP/async.jsonl
 NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3 "$NT" run -t 2 --dump "$D" -- "$NJ" --ranks 3 --iters 10 \
 	--net ib --fault ib-async --fault-rank 1 --fault-for 2 --timeout 20 >"$TMP/async.out" 2>&1
 f=$(findings "$D")
-check async_kind "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
-	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ib_error 1"
+check async_kind "findings: $(kind_ranks "$f")" -- \
+	test "$(kind_ranks "$f")" = "ib_error 1"
 qpn=$(jq -r 'select(.type=="ib_event" and .event=="IBV_EVENT_QP_FATAL") | .qp_num' "$D" | head -1)
 check async_event "no ib_event IBV_EVENT_QP_FATAL in the dump" -- test -n "$qpn"
 check async_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
@@ -107,8 +107,8 @@ D=$TMP/ibwarn.jsonl
 "$NT" run -t 2 --dump "$D" -- "$NJ" --ranks 3 --iters 10 --net ib --fault ib-error --fault-rank 1 \
 	--timeout 20 >"$TMP/ibwarn.out" 2>&1
 f=$(findings "$D")
-check warn_kind "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
-	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ib_error 1"
+check warn_kind "findings: $(kind_ranks "$f")" -- \
+	test "$(kind_ranks "$f")" = "ib_error 1"
 check warn_peer_rank "peer rank $(jq -r '.[0].peer_rank' <<<"$f"): $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '(.[0].peer_rank == 2) and (.[0].evidence | map(select(test("^peer 127.0.0.1<[0-9]+> is rank 2 "))) | length == 1)' <<<"$f"
 pkill -9 -f "$NJ" 2>/dev/null
@@ -119,8 +119,8 @@ THRESH=2
 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --net ib --fault ib-handshake \
 	--fault-rank 1 --fault-for 6 --timeout 20 >"$TMP/hs.out" 2>&1
 f=$(findings "$D")
-check handshake_kind "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
-	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ring_setup_blocked 1"
+check handshake_kind "findings: $(kind_ranks "$f")" -- \
+	test "$(kind_ranks "$f")" = "ring_setup_blocked 1"
 check handshake_phase "$(jq -r '.[0].phase' <<<"$f")" -- \
 	jqe '.[0].phase | test("blocked inside ncclIbAccept \\(IB handshake stage [A-Za-z]+\\)")' <<<"$f"
 check handshake_qps "no waiter QP short of RTS in the evidence" -- \

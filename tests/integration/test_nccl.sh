@@ -163,8 +163,8 @@ check quiet_back_on "hooks not back on within 1 s of the stop (off $off, on $on,
 check quiet_why "the reason is not rank 1's stop: $(jq -c 'select(.type=="tcp_hooks" and .on)' "$D" | head -1)" -- \
 	jq_ok 'select(.type=="tcp_hooks" and .on==true) | .why | test("rank 1.s collectives stopped")' "$D"
 f=$(findings "$D")
-check quiet_stall "findings: $(jq -c 'map(.kind + " " + (.rank|tostring))' <<<"$f")" -- \
-	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "stall 1"
+check quiet_stall "findings: $(kind_ranks "$f")" -- \
+	test "$(kind_ranks "$f")" = "stall 1"
 latency_check quiet "$TMP/quiet.out" "$D" stall
 # the socket evidence comes back with the hooks: a waiter's receive calls got EAGAIN again
 check quiet_socket_evidence "no EAGAIN evidence after the hooks came back" -- \
@@ -184,7 +184,7 @@ NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3 "$NT" run -t $THRESH --dump "$D" -- "$NJ"
 	--fault ib-error --fault-rank 1 --timeout 8 >"$TMP/ib.out" 2>&1
 f=$(findings "$D")
 check ib_error_kind "findings: $(jq -c 'map(.kind)' <<<"$f")" -- \
-	test "$(jq -r 'map(.kind + " " + (.rank|tostring)) | join(",")' <<<"$f")" = "ib_error 1"
+	test "$(kind_ranks "$f")" = "ib_error 1"
 check ib_error_status "$(jq -r '.[0].summary' <<<"$f")" -- \
 	jqe '.[0].summary | test("IBV_WC_RETRY_EXC_ERR\\(12\\) from peer 127.0.0.1<[0-9]+> on mlx5_0 \\(RoCE\\)")' <<<"$f"
 check ib_error_window "$(jq -c '.[0].hypotheses' <<<"$f")" -- \

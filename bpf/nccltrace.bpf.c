@@ -744,8 +744,9 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 			return 0; /* no event: userspace reads the stack */
 		}
 	}
-	/* settings and log calls are told at their return, with the value or the text */
-	if (probe == NT_P_ENV || probe == NT_P_DEBUG_LOG)
+	/* settings, log calls and verbs that return an object are told at their return */
+	if (probe == NT_P_ENV || probe == NT_P_DEBUG_LOG || probe == NT_P_IBV_OPEN_DEVICE ||
+	    probe == NT_P_IBV_CREATE_QP || probe == NT_P_IBV_ASYNC_EVENT)
 		return 0;
 	e = nccl_event(id, probe, lib, false);
 	if (!e)
@@ -869,8 +870,10 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 		__builtin_memcpy(&fr, &st->f[d], sizeof(fr));
 	if (probe == NT_P_DEBUG_LOG && (fr.args[0] != 2 || !o->lasterr_delta))
 		return 0; /* only warnings are told */
-	if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT)
-		return 0; /* polled: see on_uprobe */
+	/* polled (see on_uprobe); the verbs calls whose entry says it all */
+	if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT || probe == NT_P_IBV_DESTROY_QP ||
+	    probe == NT_P_IBV_REG_MR)
+		return 0;
 	e = nccl_event(id, probe, lib, true);
 	if (!e)
 		return 0;
@@ -902,15 +905,11 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 		break;
 	case NT_P_NET_CONNECT:
 	case NT_P_NET_ACCEPT:
-	case NT_P_IB_CONNECT:
-	case NT_P_IB_ACCEPT: {
-		bool c = probe == NT_P_NET_CONNECT || probe == NT_P_IB_CONNECT;
-
 		/* *sendComm / *recvComm stays NULL until the re-entrant connect/accept is done */
-		if (fr.args[c ? 2 : 1])
-			bpf_probe_read_user(&e->args[3], 8, (void *)fr.args[c ? 2 : 1]);
+		if (fr.args[probe == NT_P_NET_CONNECT ? 2 : 1])
+			bpf_probe_read_user(&e->args[3], 8,
+					    (void *)fr.args[probe == NT_P_NET_CONNECT ? 2 : 1]);
 		break;
-	}
 	case NT_P_IBV_OPEN_DEVICE:
 	case NT_P_IBV_CREATE_QP: {
 		/* NCCL's wrappers return ncclResult_t and the object through their 1st argument */

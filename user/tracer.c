@@ -81,6 +81,8 @@ static void set_mode_autoload(struct nccltrace_bpf *s, enum nt_attach_mode m)
 	/* the uprobe_multi pair, when tried, needs its attach type at load */
 	bpf_program__set_expected_attach_type(s->progs.nt_uprobe_m, NT_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.nt_uretprobe_m, NT_TRACE_UPROBE_MULTI);
+	/* the verbs structs' offsets, from <infiniband/verbs.h> (read-only data of the programs) */
+	verbs_offsets_fill((struct nt_verbs_offsets *)&s->rodata->vo);
 	/* the inflight map only serves the kprobe pair */
 	bpf_map__set_max_entries(s->maps.inflight, m == NT_MODE_KPROBE ? 16384 : 1);
 }
@@ -233,7 +235,6 @@ static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t l
 		return err;
 	}
 	set_mode_autoload(s, m);
-	verbs_offsets_fill((struct nt_verbs_offsets *)&s->rodata->vo);
 	err = nccltrace_bpf__load(s);
 	t->multi = err == 0;
 	if (err) {
@@ -243,7 +244,6 @@ static int try_mode(struct tracer *t, enum nt_attach_mode m, char *why, size_t l
 		if (!s)
 			return -errno;
 		set_mode_autoload(s, m);
-		verbs_offsets_fill((struct nt_verbs_offsets *)&s->rodata->vo);
 		bpf_program__set_autoload(s->progs.nt_uprobe_m, false);
 		bpf_program__set_autoload(s->progs.nt_uretprobe_m, false);
 		libbpf_last[0] = '\0';

@@ -342,9 +342,16 @@ void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
 			    stack(ctx, p->th[k].tid, &st))
 				continue;
 			d = st.depth - 1;
+			/*
+			 * Inside one call: the frame on top is an IB connect/accept a second old,
+			 * and the thread has started no call since (the latest call's entry is that
+			 * frame's, within a millisecond): a frame whose return was lost would look
+			 * old while the thread goes on polling
+			 */
 			if (st.depth > 0 && d < NT_PHASE_DEPTH &&
 			    (st.f[d].probe == NT_P_IB_CONNECT || st.f[d].probe == NT_P_IB_ACCEPT) &&
-			    now - st.f[d].since_ns > NT_NSEC_PER_SEC) {
+			    now - st.f[d].since_ns > NT_NSEC_PER_SEC &&
+			    st.poll_last_ns - st.f[d].since_ns < NT_NSEC_PER_SEC / 1000) {
 				hs = (struct snap_ib_handshake){st.f[d].probe, true,
 								st.f[d].since_ns, st.poll_stage,
 								p->th[k].tid};

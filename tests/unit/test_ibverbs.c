@@ -15,6 +15,7 @@
 #include <infiniband/verbs.h>
 #include "diagnose.h"
 #include "ibwarn.h"
+#include "ncclstate.h"
 #include "testutil.h"
 #include "verbsoffs.h"
 
@@ -172,6 +173,76 @@ static void test_handshake_blocked_inside(void **state)
 	free(j);
 }
 
+/* ---- the engine's side: verbs events and the sampled handshake of a proxy thread ---- */
+
+static struct nt_phase_stack fake_stack;
+
+static int stack_of(void *ctx, int tid, struct nt_phase_stack *out)
+{
+	(void)ctx;
+	if (tid != 11)
+		return -1;
+	*out = fake_stack;
+	return 0;
+}
+
+static void feed(struct nccl_state *s, int probe, bool ret, uint64_t ts)
+{
+	struct nt_ev_nccl e;
+	json_t *o;
+
+	memset(&e, 0, sizeof(e));
+	e.h.ts_ns = ts;
+	e.pid = 100;
+	e.tid = 11;
+	e.probe = probe;
+	e.ret = ret;
+	e.d.ib.obj = 0x5000;
+	snprintf(e.d.ib.dev, sizeof(e.d.ib.dev), "mlx5_0");
+	o = nccl_state__event(s, &e);
+	json_decref(o);
+}
+
+static void test_handshake_sampling(void **state)
+{
+	struct nccl_state *s = nccl_state__new(NULL, NULL);
+	struct snap_proc sp = {.pid = 100};
+
+	(void)state;
+	assert_non_null(s);
+	feed(s, NT_P_ROLE_PROXY_SERVICE, false, NOW - 10 * SEC);
+	feed(s, NT_P_IBV_OPEN_DEVICE, true, NOW - 10 * SEC); /* an IB user */
+	/* one ncclIbAccept call entered 3 s ago, and no call since: blocked inside */
+	fake_stack.depth = 1;
+	fake_stack.f[0].probe = NT_P_IB_ACCEPT;
+	fake_stack.f[0].since_ns = NOW - 3 * SEC;
+	fake_stack.poll_probe = NT_P_IB_ACCEPT;
+	fake_stack.poll_first_ns = NOW - 5 * SEC;
+	fake_stack.poll_last_ns = NOW - 3 * SEC + 2000;
+	fake_stack.poll_stage = 5;
+	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.ib_hs.probe, NT_P_IB_ACCEPT);
+	assert_true(sp.ib_hs.inside);
+	assert_int_equal(sp.ib_hs.since_ns, NOW - 3 * SEC);
+	assert_int_equal(sp.ib_hs.stage, 5);
+	assert_int_equal(sp.ib_hs.tid, 11);
+	/* the same old frame while the thread goes on calling: a lost return, still polling */
+	fake_stack.poll_last_ns = NOW - 10 * 1000000ULL;
+	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.ib_hs.probe, NT_P_IB_ACCEPT);
+	assert_false(sp.ib_hs.inside);
+	assert_int_equal(sp.ib_hs.since_ns, NOW - 5 * SEC);
+	/* no call for over a second: no handshake at all */
+	fake_stack.depth = 0;
+	fake_stack.poll_last_ns = NOW - 2 * SEC;
+	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.ib_hs.probe, 0);
+	nccl_state__free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_offsets),
 		cmocka_unit_test(test_async_event_is_ib_error),
 		cmocka_unit_test(test_handshake_blocked_inside),
+		cmocka_unit_test(test_handshake_sampling),
 	};
 
 	return cmocka_run_group_tests_name("ibverbs", tests, NULL, NULL);

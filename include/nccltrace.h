@@ -168,6 +168,31 @@ enum nt_probe {
 	NT_P_ENQUEUE,	     /* ncclEnqueueCheck(info): only with --collectives */
 	NT_P_COMM_DESTROY,   /* ncclCommDestroy(comm), ncclCommAbort(comm): final counts */
 	NT_P_COMM_ABORT,
+	/*
+	 * The public API (.dynsym of every build, stripped or not): communicator init, with the
+	 * comm through a pointer in the 1st argument (its rank and nranks in the arguments)
+	 */
+	NT_P_API_INIT_RANK,	/* ncclCommInitRank(comm*, nranks, ncclUniqueId, rank) */
+	NT_P_API_INIT_CONFIG,	/* ncclCommInitRankConfig(comm*, nranks, id, rank, config*) */
+	NT_P_API_INIT_SCALABLE, /* ncclCommInitRankScalable(comm*, nranks, rank, nId, ids*, cfg*) */
+	NT_P_API_INIT_ALL,	/* ncclCommInitAll(comm*, ndev, devlist*) */
+	NT_P_API_SPLIT,		/* ncclCommSplit(comm, color, key, newcomm*, config*) */
+	NT_P_API_LAST_ERROR,	/* ncclGetLastError(comm) -> NCCL's last error text */
+	/*
+	 * The collective calls, only until a process's first collectives are done (where the
+	 * library has no internal transport-setup symbols): the lazy ring connect of the first
+	 * collective happens inside them
+	 */
+	NT_P_API_ALLREDUCE,
+	NT_P_API_BROADCAST,
+	NT_P_API_REDUCE,
+	NT_P_API_ALLGATHER,
+	NT_P_API_REDUCE_SCATTER,
+	NT_P_API_ALLTOALL,
+	NT_P_API_SEND,
+	NT_P_API_RECV,
+	NT_P_API_GROUP_END,
+	NT_P_API_GROUP_START, /* entry only: a collective inside a group returns at once */
 	NT_P_IB_CONNECT, /* ncclIbConnect(ctx, dev, handle, sendComm*, devHandle*): re-entrant */
 	NT_P_IB_ACCEPT,	 /* ncclIbAccept(listenComm, recvComm*, devHandle*): re-entrant */
 	/*
@@ -197,6 +222,18 @@ static inline int nt_probe_has_comm(unsigned int p)
 	       p == NT_P_PROXY_CONNECT || p == NT_P_PROXY_CALL;
 }
 
+/* The public collective calls probed until a process's first collectives are done */
+static inline int nt_probe_api_coll(unsigned int p)
+{
+	return p >= NT_P_API_ALLREDUCE && p <= NT_P_API_GROUP_START;
+}
+
+/* The public init calls: their comm comes back through the pointer in the 1st argument */
+static inline int nt_probe_api_init(unsigned int p)
+{
+	return p >= NT_P_API_INIT_RANK && p <= NT_P_API_SPLIT;
+}
+
 #define NT_MAX_LIBS    16
 #define NT_PHASE_DEPTH 8
 
@@ -218,13 +255,24 @@ struct nt_nccl_offsets {
 	__s32 bstate_rank;
 	__s32 bstate_nranks;
 	__s32 graph_id;
-	__s32 ibh_stage;     /* ncclIbHandle.stage (its state first): ncclIbConnect's progress */
-	__s32 iblc_stage;    /* ncclIbListenComm.stage: ncclIbAccept's */
+	__s32 ibh_stage;  /* ncclIbHandle.stage (its state first): ncclIbConnect's progress */
+	__s32 iblc_stage; /* ncclIbListenComm.stage: ncclIbAccept's */
+	/* 2.18-2.22 (no seqNumber): the collectives launched, comm->sharedRes->collOpCount */
+	__s32 comm_shres;      /* ncclComm.sharedRes */
+	__s32 comm_persistent; /* ncclComm.persistentRefs: CUDA graphs capturing it */
+	__s32 shres_refcount;  /* ncclSharedResources.refCount: >1 shared by a split */
+	__s32 shres_owner;     /* ncclSharedResources.owner: the comm that made it */
+	__s32 shres_collops;   /* ncclSharedResources.collOpCount */
+	/* ncclComm.endMagic (2.21+; startMagic is at 0): finding comms by a memory scan at attach */
+	__s32 comm_endmagic;
 	__s64 lasterr_delta; /* &ncclLastError - &ncclDebugLog, 0 if unknown */
 	__s32 lib_kind;	     /* NT_LIB_NCCL or NT_LIB_VERBS */
-	__s32 pad;
+	/* where this version's signatures put what the probes read (argument indices) */
+	__u8 bsinit_comm_arg;	   /* bootstrapInit's comm: 1 until 2.22, then 2 */
+	__u8 connect_sendcomm_arg; /* ncclNetSocketConnect's/ncclIbConnect's sendComm**: 2 or 3 */
+	__u8 pad[2];
 };
-_Static_assert(sizeof(struct nt_nccl_offsets) == 88, "nt_nccl_offsets layout");
+_Static_assert(sizeof(struct nt_nccl_offsets) == 112, "nt_nccl_offsets layout");
 
 enum nt_lib_kind {
 	NT_LIB_NCCL = 0,
@@ -264,6 +312,11 @@ struct nt_phase_frame {
 	__u64 since_ns;
 	__u64 ip; /* address of the probed function in this process */
 	__u64 args[3];
+	/*
+	 * The caller's return address, read at the entry: the uretprobe replaces it on the stack
+	 * with its trampoline, and an unwinder from outside needs the original (trace/stacks.c)
+	 */
+	__u64 ret;
 };
 
 struct nt_phase_stack {
@@ -280,7 +333,7 @@ struct nt_phase_stack {
 	__u16 pad2;
 	__s32 poll_stage; /* the handshake's stage at the latest call, -1 if unknown */
 };
-_Static_assert(sizeof(struct nt_phase_frame) == 48, "nt_phase_frame layout");
+_Static_assert(sizeof(struct nt_phase_frame) == 56, "nt_phase_frame layout");
 
 struct nt_ev_nccl {
 	struct nt_ev_hdr h;
@@ -315,6 +368,12 @@ struct nt_ev_nccl {
 		struct {
 			__u64 comm;
 			__u64 seq[5]; /* comm->seqNumber[], read before NCCL frees the comm */
+			/* where it has none (2.18-2.22): comm->sharedRes and what it holds */
+			__u64 shres;
+			__u64 owner;
+			__u64 collops;
+			__s32 refcount;
+			__s32 persistent; /* comm->persistentRefs */
 		} fin;
 		struct {
 			__s32 coll;

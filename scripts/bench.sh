@@ -114,3 +114,34 @@ if [ -x build/nccljob ]; then
 			"$(median <<<"${base[*]}")" "$(median <<<"${traced[*]}")"
 	done
 fi
+
+# NCCL's profiler plugin (nccltrace's, which `run` puts into the job): the calls NCCL 2.28.9
+# makes per collective, in a loop (build/profcost), and the 1-rank fake job untraced without
+# the plugin (NCCL_PROFILER_PLUGIN=none) and with it, interleaved.
+if [ -x build/profcost ] && [ -x build/nccljob ]; then
+	us() { sed -n 's/.*, \([0-9.]*\) us each.*/\1/p'; }
+	echo
+	echo "NCCL profiler plugin: ns per collective (build/profcost, median of 7 rounds, $REPS runs),"
+	echo "and microseconds per collective of a 1-rank fake job without and with it ($REPS pairs)"
+	echo
+	echo "| what | median | min-max |"
+	echo "|---|---|---|"
+	c=() s=() z=() none=() with=()
+	for i in $(seq 1 "$REPS"); do
+		out=$(build/profcost)
+		c+=("$(sed 's/^coll_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+		s+=("$(sed 's/.*coll_start_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+		z+=("$(sed 's/.*noop_coll_ns=\([0-9.]*\).*/\1/' <<<"$out")")
+		none+=("$(NCCL_PROFILER_PLUGIN=none build/nccljob --ranks 1 --iters 20000 --count 1 \
+			--step-delay 0 --import-delay 0 | us)")
+		with+=("$(NCCL_PROFILER_PLUGIN=$PWD/build/libnccl-profiler-nccltrace.so build/nccljob \
+			--ranks 1 --iters 20000 --count 1 --step-delay 0 --import-delay 0 | us)")
+	done
+	row() { printf '| %s | %s | %s-%s |\n' "$1" "$(median <<<"$2")" \
+		"$(tr ' ' '\n' <<<"$2" | sort -g | head -1)" "$(tr ' ' '\n' <<<"$2" | sort -g | tail -1)"; }
+	row "ns per collective: all of NCCL's calls into the plugin" "${c[*]}"
+	row "ns per Coll startEvent alone" "${s[*]}"
+	row "ns per collective, the same calls into a plugin that does nothing" "${z[*]}"
+	row "us per collective, 1-rank fake job, NCCL_PROFILER_PLUGIN=none" "${none[*]}"
+	row "us per collective, 1-rank fake job, with the plugin" "${with[*]}"
+fi

@@ -13,6 +13,17 @@
 # Mode "always" is the default mode with --tcp-hooks always (quiet mode off). PRE_S (default 3)
 # runs busbw --pre: untimed all_reduces first, so that sizes are timed in a job's steady state.
 # BUDGET_S stops starting repetitions after that many seconds (the summary covers those done).
+# The profiler plugin (build/libnccl-profiler-nccltrace.so, next to nccltrace; `run` puts it in
+# by default): mode "plugin" is the job untraced with only NCCL_PROFILER_PLUGIN set to it (the
+# plugin's own cost), "noplugin" the default mode with NCCL_PROFILER_PLUGIN=none (nccltrace
+# without it). MIN_SIZE (default 8) is busbw's smallest size: its cost is per collective, so
+#   MODES="none plugin default noplugin" MIN_SIZE=8K scripts/gpu-bench.sh 9
+# measures it from 8 KB up, interleaved. NCCL's own log, which `run` turns on at init-time
+# subsystems: mode "log" is the job untraced with the log on as `run` sets it, "nolog" the
+# default mode with the job's own NCCL_DEBUG=WARN (nccltrace then leaves the log off).
+# GPUS=1 (default: the GPUs nvidia-smi lists): both ranks on GPU 0, each its own NCCL host
+# (busbw --one-gpu), joined by NCCL's network transport: the sockets transport only, and the
+# ranks time-slice the GPU, so read only ratios.
 set -u
 cd "$(dirname "$0")/.."
 REPS=${1:-3}
@@ -20,6 +31,10 @@ NT=${NT:-build/nccltrace-static}
 BW=${BW:-build/busbw}
 OUT=${OUT:-gpu-out}
 NT_ALT=${NT_ALT:-}
+PLUGIN=${PLUGIN:-$(dirname "$NT")/libnccl-profiler-nccltrace.so}
+GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}
+ONE=()
+[ "$GPUS" -lt 2 ] && ONE=(--one-gpu) && TRANSPORTS=${TRANSPORTS:-sockets}
 read -r -a TRS <<<"${TRANSPORTS:-nvlink sockets}"
 read -r -a modes <<<"${MODES:-none default collectives}"
 mkdir -p "$OUT/bench"
@@ -31,18 +46,26 @@ echo "libnccl: ${NCCL_DIR:-as the loader finds it}; $(nvidia-smi --query-gpu=nam
 
 run() { # TRANSPORT MODE REP
 	local tr=$1 mode=$2 rep=$3 max=${MAX_NVLINK:-1G} f=$OUT/bench/$1-$2-$3
-	local envs=(PATH="$PATH")
+	local envs=(PATH="$PATH") bw=("$BW" "${ONE[@]}" --min "${MIN_SIZE:-8}")
 	[ "$tr" = sockets ] && envs=("${SOCK[@]}") && max=${MAX_SOCKETS:-64M}
 	case $mode in
-	none) env "${envs[@]}" "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
-	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
-	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
-	alt) env "${envs[@]}" "$NT_ALT" run --no-tui --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
-	always) env "${envs[@]}" "$NT" run --no-tui --tcp-hooks always --dump "$f.jsonl" -- "$BW" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	none) env "${envs[@]}" "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	default) env "${envs[@]}" "$NT" run --no-tui --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	collectives) env "${envs[@]}" "$NT" run --no-tui --collectives --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	alt) env "${envs[@]}" "$NT_ALT" run --no-tui --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	always) env "${envs[@]}" "$NT" run --no-tui --tcp-hooks always --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	plugin) env "${envs[@]}" NCCL_PROFILER_PLUGIN="$PLUGIN" "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	noplugin) env "${envs[@]}" NCCL_PROFILER_PLUGIN=none "$NT" run --no-tui --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	log) env "${envs[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,BOOTSTRAP,NET NCCL_DEBUG_FILE="$f.nccl.%p.log" "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
+	nolog) env "${envs[@]}" NCCL_DEBUG=WARN "$NT" run --no-tui --dump "$f.jsonl" -- "${bw[@]}" --max $max --pre "${PRE_S:-3}" >"$f.txt" 2>"$f.err" ;;
 	esac || echo "run $tr $mode $rep failed: $(tail -2 "$f.err")"
 }
 
 nm=${#modes[@]}
+if [[ " ${modes[*]} " == *" plugin "* && ! -r "$PLUGIN" ]]; then
+	echo "gpu-bench: mode plugin needs the profiler plugin: $PLUGIN is not there (make gpu)" >&2
+	exit 64
+fi
 if [[ " ${modes[*]} " == *" alt "* && ! -x "$NT_ALT" ]]; then
 	echo "gpu-bench: mode alt needs NT_ALT, the other build of nccltrace" >&2
 	exit 64
@@ -66,7 +89,9 @@ python3 - "$OUT/bench" "$done_reps" "${TRS[*]}" "${modes[*]}" <<'PY'
 import glob, json, os, statistics, sys
 d, reps, trs, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 names = {"default": "default", "collectives": "--collectives", "alt": "default, NT_ALT build",
-         "always": "--tcp-hooks always"}
+         "always": "--tcp-hooks always", "plugin": "plugin only, untraced",
+         "noplugin": "default, NCCL_PROFILER_PLUGIN=none", "log": "NCCL's log only, untraced",
+         "nolog": "default, the job's NCCL_DEBUG=WARN"}
 def table(tr, mode):
     per = {}
     for rep in range(1, reps + 1):
@@ -74,9 +99,11 @@ def table(tr, mode):
         if not os.path.exists(p):
             continue
         for line in open(p):
-            if line.startswith("#") or not line.strip():
+            # busbw's rows only: NCCL prints its version on stdout at NCCL_DEBUG=WARN
+            w = line.split()
+            if len(w) != 5 or not w[0].isdigit():
                 continue
-            b, us, alg, bus, it = line.split()
+            b, us, alg, bus, it = w
             per.setdefault(int(b), []).append((float(us), float(bus)))
     return {b: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for b, v in per.items()}
 def size(b):

@@ -1,12 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Install the Debian 12 packages nccltrace needs to build and test. Idempotent: installs only
-# what is missing, and runs apt-get update only when something is.
+# what is missing, and runs apt-get update only when something is. python3.11 is the one CPython
+# Debian 12 packages (apt-cache search: no other python3.X): the Python stack reader's tests run
+# on it, and on every other CPython the machine has (tests/unit/test_pystack.c).
 set -eu
 
 PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjansson-dev
 libdw-dev liblzma-dev libbz2-dev libcmocka-dev libncurses-dev pkg-config jq iproute2 procps
-tmux chromium time libibverbs-dev libibverbs1"
+tmux chromium time libibverbs-dev libibverbs1 python3.11 libmicrohttpd-dev
+libcurl4-openssl-dev prometheus curl"
 
 missing=""
 for p in $PKGS; do

@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Runs the unit tests (cmocka, TAP output) and the integration tests (tests/integration/test_*.sh,
-# which print "PASS name", "FAIL name: why" or "SKIP name: why" lines), and ends with one line:
-# "N passed, N failed, N skipped". Exit status 1 if anything failed.
+# which print "PASS name", "FAIL name: why" or "SKIP name: why" lines, "SKIP name (N checks):
+# why" for a block), and ends with one line: "N passed, N failed, N skipped". Each integration
+# script declares its checks ("# checks: N"); one that reports more or fewer, or exits nonzero,
+# fails. The integration tests as a whole skip only when asked (SKIP_INTEGRATION=1): without
+# root or BPF they fail. Exit status 1 if anything failed.
 set -u
 
 passed=0 failed=0 skipped=0
@@ -13,11 +16,14 @@ run_unit() {
 	out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
 	local rc=$?
 	printf '%s\n' "$out" | sed "s|^|$(basename "$bin"): |"
-	local ok nok
+	local ok nok skp
 	ok=$(printf '%s\n' "$out" | grep -c '^ok ')
-	nok=$(printf '%s\n' "$out" | grep -c '^not ok ')
+	# cmocka's TAP says "not ok N # SKIP name" for a skip()
+	skp=$(printf '%s\n' "$out" | grep -cE '^not ok [0-9]+ # SKIP')
+	nok=$(($(printf '%s\n' "$out" | grep -c '^not ok ') - skp))
 	passed=$((passed + ok))
 	failed=$((failed + nok))
+	skipped=$((skipped + skp))
 	if [ "$nok" -gt 0 ]; then
 		failures+=("$(basename "$bin"): $nok failed")
 	elif [ "$rc" -ne 0 ] || [ "$ok" -eq 0 ]; then
@@ -27,35 +33,87 @@ run_unit() {
 	fi
 }
 
+# the number of checks a script declares, empty if none
+declared() { sed -n 's/^# checks: \([0-9][0-9]*\)$/\1/p' "$1" | head -1; }
+
+# runner_fail SCRIPT CHECK WHY: a failure the runner finds itself, in the scripts' form
+runner_fail() {
+	echo "$1: FAIL $2: $3"
+	failed=$((failed + 1))
+	failures+=("$1: $2: $3")
+}
+
+run_script() {
+	local t=$1 name want line n got=0 rc=
+	name=$(basename "$t" .sh)
+	want=$(declared "$t")
+	while IFS= read -r line; do
+		case "$line" in
+		__rc=*)
+			rc=${line#__rc=}
+			continue
+			;;
+		esac
+		echo "$name: $line"
+		case "$line" in
+		PASS\ *)
+			passed=$((passed + 1))
+			got=$((got + 1))
+			;;
+		FAIL\ *)
+			failed=$((failed + 1))
+			got=$((got + 1))
+			failures+=("$name: ${line#FAIL }")
+			;;
+		SKIP\ *)
+			n=1
+			[[ $line =~ ^SKIP\ [^\ :]+\ \(([0-9]+)\ checks\): ]] && n=${BASH_REMATCH[1]}
+			skipped=$((skipped + n))
+			got=$((got + n))
+			;;
+		esac
+	done < <(bash "$t" 2>&1; echo "__rc=$?")
+	# a script that dies without saying FAIL still fails
+	[ "$rc" = 0 ] || runner_fail "$name" exit "exited ${rc:-?}"
+	if [ -z "$want" ]; then
+		runner_fail "$name" count "declares no count (a line '# checks: N')"
+	elif [ "$got" -ne "$want" ]; then
+		runner_fail "$name" count "reported $got checks, declares $want"
+	fi
+}
+
 run_integration() {
-	local dir=$1 t line
+	local dir=$1 t why d n=0
+	if [ "${SKIP_INTEGRATION:-}" = 1 ]; then
+		for t in "$dir"/test_*.sh; do
+			[ -e "$t" ] || continue
+			d=$(declared "$t")
+			[ -n "$d" ] || runner_fail "$(basename "$t" .sh)" count "declares no count (a line '# checks: N')"
+			n=$((n + ${d:-0}))
+		done
+		echo "integration: SKIP all ($n checks): SKIP_INTEGRATION=1"
+		skipped=$((skipped + n))
+		return
+	fi
+	# CI must never pass by skipping them
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "integration: SKIP all: needs root to load BPF programs (run 'make check' as root)"
-		skipped=$((skipped + 1))
+		runner_fail integration all "needs root to load BPF programs (run 'make check' as root, or SKIP_INTEGRATION=1 to skip them)"
+		return
+	fi
+	if ! why=$(bash -c '. "$1/lib.sh" && bpf_usable' _ "$dir"); then
+		runner_fail integration all "BPF not usable here: $why (SKIP_INTEGRATION=1 to skip them)"
 		return
 	fi
 	for t in "$dir"/test_*.sh; do
 		[ -e "$t" ] || continue
-		while IFS= read -r line; do
-			case "$line" in
-			__rc=0) continue ;;
-			__rc=*)
-				# a script that dies without saying FAIL still fails
-				failed=$((failed + 1))
-				failures+=("$(basename "$t" .sh): exited ${line#__rc=}")
-				continue
-				;;
-			esac
-			echo "$(basename "$t" .sh): $line"
-			case "$line" in
-			PASS\ *) passed=$((passed + 1)) ;;
-			FAIL\ *)
-				failed=$((failed + 1))
-				failures+=("$(basename "$t" .sh): ${line#FAIL }")
-				;;
-			SKIP\ *) skipped=$((skipped + 1)) ;;
-			esac
-		done < <(bash "$t" 2>&1; echo "__rc=$?")
+		# SKIP_SCRIPTS="test_a test_b": scripts this pass leaves out, said with SKIP_SCRIPTS_WHY
+		if [[ " ${SKIP_SCRIPTS:-} " == *" $(basename "$t" .sh) "* ]]; then
+			d=$(declared "$t")
+			echo "$(basename "$t" .sh): SKIP $(basename "$t" .sh) (${d:-0} checks): ${SKIP_SCRIPTS_WHY:-left out of this pass}"
+			skipped=$((skipped + ${d:-0}))
+			continue
+		fi
+		run_script "$t"
 	done
 }
 

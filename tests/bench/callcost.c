@@ -15,22 +15,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include "bench.h"
 #include <unistd.h>
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static void die(const char *what)
 {

@@ -3,10 +3,15 @@
 tensor ITERS times; --stall-rank R sleeps --stall-for S seconds (--stall-at loop: before
 iteration ITERS/2; first: before the first collective) and prints the stall's wall-clock time,
 like the C fixtures do. --stall-mode mismatch makes that rank broadcast where the others
-all-reduce (a hang in the GPU kernels), slow makes it sleep --stall-for before every
-all-reduce (a straggler), stop makes it SIGSTOP itself (whoever runs it sends SIGCONT).
+all-reduce (a hang in the GPU kernels), count makes it all-reduce NUMEL/2+12345 elements where
+the others all-reduce NUMEL (NCCL does not check: it completes, with corrupt data), slow makes
+it sleep --stall-for before every all-reduce (a straggler), stop makes it SIGSTOP itself
+(whoever runs it sends SIGCONT).
 --eager-init creates the NCCL communicator in init_process_group
-(device_id=...); otherwise PyTorch creates it lazily at the first collective."""
+(device_id=...); otherwise PyTorch creates it lazily at the first collective. --one-gpu puts
+every rank on GPU 0 with its own NCCL_HOSTID: NCCL then takes each rank for a host of its own and
+joins them with its network transport, as across nodes (the ranks time-slice the GPU). --settle S
+waits S seconds after importing torch (0: nccltrace probes NCCL as the loader maps it)."""
 import argparse
 import os
 import signal
@@ -22,14 +27,20 @@ p.add_argument("--numel", type=int, default=1 << 20)
 p.add_argument("--stall-rank", type=int, default=-1)
 p.add_argument("--stall-for", type=float, default=8.0)
 p.add_argument("--stall-at", choices=["loop", "first"], default="loop")
-p.add_argument("--stall-mode", choices=["sleep", "mismatch", "slow", "stop"], default="sleep")
+p.add_argument("--stall-mode", choices=["sleep", "mismatch", "count", "slow", "stop"],
+               default="sleep")
 p.add_argument("--eager-init", action="store_true")
+p.add_argument("--one-gpu", action="store_true")
+p.add_argument("--settle", type=float, default=0.0)
 a = p.parse_args()
 
 rank = int(os.environ["RANK"])
-torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-time.sleep(1.0)  # nccltrace finds libnccl in the maps once torch has loaded it
-dev = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+gpu = 0 if a.one_gpu else int(os.environ["LOCAL_RANK"])
+if a.one_gpu:
+    os.environ["NCCL_HOSTID"] = f"nccltrace-host-{rank}"
+torch.cuda.set_device(gpu)
+time.sleep(a.settle)
+dev = torch.device("cuda", gpu)
 if a.eager_init:
     dist.init_process_group("nccl", device_id=dev)
 else:
@@ -46,6 +57,8 @@ for i in range(a.iters):
         os.kill(os.getpid(), signal.SIGSTOP)
     if odd and a.stall_mode == "mismatch":
         dist.broadcast(x, src=0)
+    elif odd and a.stall_mode == "count":
+        dist.all_reduce(x[: a.numel // 2 + 12345])
     else:
         dist.all_reduce(x)
     torch.cuda.synchronize()

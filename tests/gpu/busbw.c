@@ -29,6 +29,7 @@ struct opts {
 	int factor, iters, warmup;
 	double target_s; /* time budget per size: fewer iterations for big sizes */
 	double pre_s;	 /* untimed all_reduces first, for about this long */
+	int one_gpu;	 /* every rank on GPU 0, each its own NCCL host (NCCL_HOSTID) */
 	char id_file[256];
 };
 
@@ -130,7 +131,14 @@ static int worker(const struct opts *o, int rank)
 	float *buf;
 	size_t bytes = o->max < 4 ? 4 : o->max;
 
-	CHECK_CUDA(cudaSetDevice(rank));
+	if (o->one_gpu) {
+		char host[32];
+
+		/* NCCL takes each rank for a host of its own: its network transport joins them */
+		snprintf(host, sizeof(host), "busbw-host-%d", rank);
+		setenv("NCCL_HOSTID", host, 1);
+	}
+	CHECK_CUDA(cudaSetDevice(o->one_gpu ? 0 : rank));
 	if (rank == 0) {
 		CHECK_NCCL(ncclGetUniqueId(&id));
 		write_id(o->id_file, &id);
@@ -212,11 +220,17 @@ static int worker(const struct opts *o, int rank)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"nranks", 1, NULL, 'n'}, {"min", 1, NULL, 'b'},
-		{"max", 1, NULL, 'e'},	  {"factor", 1, NULL, 'f'},
-		{"iters", 1, NULL, 'i'},  {"warmup", 1, NULL, 'w'},
-		{"target", 1, NULL, 't'}, {"pre", 1, NULL, 'p'},
-		{"help", 0, NULL, 'h'},	  {},
+		{"nranks", 1, NULL, 'n'},
+		{"min", 1, NULL, 'b'},
+		{"max", 1, NULL, 'e'},
+		{"factor", 1, NULL, 'f'},
+		{"iters", 1, NULL, 'i'},
+		{"warmup", 1, NULL, 'w'},
+		{"target", 1, NULL, 't'},
+		{"pre", 1, NULL, 'p'},
+		{"one-gpu", 0, NULL, 'g'},
+		{"help", 0, NULL, 'h'},
+		{},
 	};
 	struct opts o = {.nranks = 2,
 			 .min = 8,
@@ -228,7 +242,7 @@ int main(int argc, char **argv)
 	pid_t pids[16];
 	int c, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "n:b:e:f:i:w:t:p:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:b:e:f:i:w:t:p:gh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			o.nranks = atoi(optarg);
@@ -254,10 +268,13 @@ int main(int argc, char **argv)
 		case 'p':
 			o.pre_s = atof(optarg);
 			break;
+		case 'g':
+			o.one_gpu = 1;
+			break;
 		case 'h':
 			printf("Usage: busbw [--nranks N] [--min 8] [--max 1G] [--factor 4] "
 			       "[--iters 200]"
-			       " [--warmup 5] [--target 0.25] [--pre 0]\n");
+			       " [--warmup 5] [--target 0.25] [--pre 0] [--one-gpu]\n");
 			return 0;
 		default:
 			return 64;

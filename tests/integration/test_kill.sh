@@ -2,54 +2,52 @@
 # SPDX-License-Identifier: MIT
 # A tracer killed with SIGKILL leaves no BPF program or link behind, the job runs on to its end,
 # and the dump it leaves is readable.
+# At KILL_MOMENTS random moments (default 10; docs/reliability.md has 100): start, probe attach,
+# steady state, an open finding with its stacks, the job's exit. Each time no BPF program left,
+# the job finishing with its own status, none of its processes stopped or traced, the dump
+# readable.
+# checks: 14
 . "$(dirname "$0")/lib.sh"
 
-if ! why=$(bpf_usable); then
-	skip kill "BPF not usable here: $why"
-	exit 0
-fi
+need_bpf kill || end_checks
 if ! command -v bpftool >/dev/null; then
-	skip kill "bpftool not installed"
-	exit 0
+	skip_rest kill "bpftool not installed"
+	end_checks
 fi
 
-# Debian's bpftool does not name the holder of a program: count nccltrace's by name, and
-# compare with what was there before (another tracer may be running)
-nt_progs() { bpftool prog show 2>/dev/null | grep -cE 'name nt_(tp_send|tp_recv|set_state|fork|exec|exit)'; }
-nt_links() { bpftool link show 2>/dev/null | grep -cE "tp '(sock_send_length|sock_recv_length|sched_process_fork)'"; }
-
-# programs are freed shortly after their last fd closes (RCU): wait for the count to settle
-settle() {
-	local n prev=-1
+# Debian's bpftool does not name the holder of a program: the tracer's own programs and links
+# are read by id from its fdinfo (other tracers may run beside this test)
+held_ids() { grep -hE '^(prog|link)_id:' /proc/$1/fdinfo/* 2>/dev/null | sort -u | tr -d ' \t'; }
+# how many of the ids are still loaded, once the kernel has freed what it frees (RCU)
+ids_left() {
+	local left id
 	for _ in $(seq 1 30); do
-		n=$(nt_progs)
-		[ "$n" -eq "$prev" ] && [ "$n" -eq 0 ] && break
-		prev=$n
+		left=0
+		for id in $1; do
+			bpftool "${id%%_id:*}" show id "${id#*:}" >/dev/null 2>&1 && left=$((left + 1))
+		done
+		[ $left = 0 ] && break
 		sleep 0.1
 	done
+	echo $left
 }
-settle
-progs_before=$(nt_progs)
-links_before=$(nt_links)
 D=$TMP/killed.jsonl
 "$NT" run --dump "$D" -- "$RJ" --ranks 3 --duration 5 >"$TMP/killed.out" 2>&1 &
 ntpid=$!
 sleep 2
-during=$(nt_progs)
-during_links=$(nt_links)
+ids=$(held_ids $ntpid)
 launcher=$(pgrep -P $ntpid | head -1)
 kill -KILL $ntpid
 wait $ntpid 2>/dev/null
-settle
-check programs_loaded "no nccltrace programs while running" -- test "$during" -ge $((progs_before + 6))
-check links_attached "no nccltrace links while running" -- test "$during_links" -ge $((links_before + 3))
+check programs_loaded "no nccltrace programs while running: $ids" -- \
+	test "$(grep -c '^prog_id' <<<"$ids")" -ge 6
+check links_attached "no nccltrace links while running: $ids" -- \
+	test "$(grep -c '^link_id' <<<"$ids")" -ge 3
 # the kernel detached and freed everything with the tracer's file descriptors
-left=$(nt_progs)
-check programs_gone "$((left - progs_before)) nccltrace programs still loaded after SIGKILL" -- \
-	test "$left" -eq "$progs_before"
-left=$(nt_links)
-check links_gone "$((left - links_before)) links still attached after SIGKILL" -- \
-	test "$left" -eq "$links_before"
+left=$(ids_left "$(grep '^prog_id' <<<"$ids")")
+check programs_gone "$left nccltrace programs still loaded after SIGKILL" -- test "$left" -eq 0
+left=$(ids_left "$(grep '^link_id' <<<"$ids")")
+check links_gone "$left links still attached after SIGKILL" -- test "$left" -eq 0
 # the job goes on and finishes normally
 for _ in $(seq 1 100); do
 	kill -0 "$launcher" 2>/dev/null || break
@@ -62,4 +60,58 @@ out=$("$NT" report --json "$D" 2>&1)
 rc=$?
 check killed_dump_readable "report failed ($rc): $out" -- test $rc -eq 0
 check killed_dump_incomplete "report should say the dump has no footer" -- \
-	jq -e '.complete == false' <<<"$out" >/dev/null
+	jqe '.complete == false' <<<"$out"
+# --- SIGKILL at random moments ---
+N=${KILL_MOMENTS:-10}
+bad_progs=() bad_job=() bad_ptrace=() bad_dump=() started=0 held=0
+# no process of the job (the demo ranks, its shell) stopped or traced by a dead tracer
+job_free() {
+	local p
+	for p in $(pgrep -f "$RJ"); do
+		for st in /proc/$p/task/*/status; do
+			grep -qE '^State:\s+t' "$st" 2>/dev/null && return 1
+			grep -qE '^TracerPid:\s+[1-9]' "$st" 2>/dev/null && return 1
+		done
+	done
+	return 0
+}
+for i in $(seq 1 "$N"); do
+	D=$TMP/m$i.jsonl S=$TMP/m$i.status
+	# a ring with a rank asleep 1.5 s past a 1 s threshold: a finding opens, stacks are taken
+	"$NT" run --no-tui -t 1 --dump "$D" -- sh -c "'$RJ' --ranks 3 --duration 3 --stall-rank 1 \
+		--stall-after 0.5 --stall-for 1.5 -q; echo \$? >'$S'" >"$TMP/m$i.out" 2>&1 &
+	ntpid=$!
+	at=$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", r / 32767 * 4 }')
+	sleep "$at"
+	ids=$(held_ids $ntpid)
+	kill -KILL $ntpid 2>/dev/null
+	wait $ntpid 2>/dev/null
+	free=1
+	for _ in $(seq 1 50); do
+		job_free || free=0
+		pgrep -f "$RJ" >/dev/null || break
+		sleep 0.1
+	done
+	[ $free = 1 ] || bad_ptrace+=("$at")
+	left=$(ids_left "$ids")
+	[ -n "$ids" ] && held=$((held + 1))
+	[ $left = 0 ] || bad_progs+=("$at:$left")
+	# killed before the launch: no job, nothing to harm; else it ended with its own status
+	if [ -e "$S" ] || grep -q "ringjob" "$TMP/m$i.out"; then
+		started=$((started + 1))
+		for _ in $(seq 1 50); do [ -s "$S" ] && break; sleep 0.1; done
+		[ "$(cat "$S" 2>/dev/null)" = 0 ] || bad_job+=("$at:$(cat "$S" 2>/dev/null)")
+	fi
+	if [ -s "$D" ] && ! "$NT" report --json "$D" >/dev/null 2>&1; then bad_dump+=("$at"); fi
+	kill_leftovers
+done
+echo "# killed at $N random moments in 0..4 s: the tracer held BPF programs at $held, the job had started at $started"
+check moments_progs "BPF programs or links left after kills at (moment:count) ${bad_progs[*]}" -- \
+	test ${#bad_progs[@]} = 0
+check moments_held "the tracer never held a BPF program when killed ($N runs)" -- test "$held" -gt 0
+check moments_job "the job harmed (moment:status) ${bad_job[*]}" -- test ${#bad_job[@]} = 0
+check moments_job_started "the job never started in $N runs" -- test "$started" -gt 0
+check moments_ptrace "a job process stopped or traced after kills at ${bad_ptrace[*]} s" -- \
+	test ${#bad_ptrace[@]} = 0
+check moments_dump "dumps unreadable after kills at ${bad_dump[*]} s" -- test ${#bad_dump[@]} = 0
+end_checks

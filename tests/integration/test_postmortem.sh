@@ -4,13 +4,11 @@
 # collectives, --collectives): the text report's rank timelines, the Perfetto trace (valid,
 # complete, slices never overlapping on a track, in time order), and the HTML timeline rendered
 # by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row).
+# checks: 27
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
-if ! why=$(bpf_usable); then
-	skip postmortem "BPF not usable here: $why"
-	exit 0
-fi
+need_fixture postmortem "$NJ" || end_checks
 D=$TMP/pm.jsonl
 "$NT" run --no-tui -t 2 --collectives --dump "$D" -- "$NJ" --ranks 3 --iters 20 \
 	--fault in-collective --fault-rank 1 --fault-for 3 >/dev/null 2>&1
@@ -64,7 +62,7 @@ check convert_missing "exit $?: $err" -- test $? -eq 66
 { head -3 "$D"; echo '{"type": broken'; } >"$TMP/corrupt.jsonl"
 err=$("$NT" convert "$TMP/corrupt.jsonl" -o "$TMP/x.json" 2>&1)
 rc=$?
-check convert_corrupt "exit $rc: $err" -- test $rc -eq 65 -a "$(wc -l <<<"$err")" -eq 1
+check convert_corrupt "exit $rc: $err" -- error_is 65 $rc "$err"
 err=$("$NT" convert "$D" 2>&1)
 check convert_no_output "exit $?: $err" -- test $? -eq 64
 
@@ -73,11 +71,11 @@ H=$TMP/pm.html
 out=$("$NT" report --html "$H" "$D")
 check html_written "$out" -- test -s "$H"
 check html_self_contained "the page loads something from elsewhere" -- \
-	bash -c "! grep -qiE '(src|href)=\"(https?:)?//' '$H'"
+	lacks "$H" -iE '(src|href)="(https?:)?//'
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
 if [ -z "$CHROMIUM" ]; then
-	skip html_rendered "no chromium here (scripts/install-deps.sh installs it)"
-	exit 0
+	skip_rest html_rendered "no chromium here (scripts/install-deps.sh installs it)"
+	end_checks
 fi
 dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H" 2>/dev/null)
 check html_rows "rows in the rendered page: $(grep -o 'class="row" data-rank="[0-9]*"' <<<"$dom" | tr '\n' ' ')" -- \
@@ -88,3 +86,4 @@ check html_stall_not_elsewhere "a stall on another rank's row" -- \
 	bash -c "! sed 's/class=\"row\"/\n&/g' <<<\"\$1\" | grep -E '^class=\"row\" data-rank=\"[02]\"' | grep -q 'class=\"stall\"'" _ "$dom"
 check html_phases "no phase slices drawn" -- test "$(grep -o 'class="slice"' <<<"$dom" | wc -l)" -ge 9
 check html_finding "the finding is not listed" -- grep -q 'STALL rank 1' <<<"$dom"
+end_checks

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # nccltrace probes: the real libnccl.so.2 of the CUDA toolkit (when installed) resolves the core
 # probes with offsets from its DWARF; bad input gives clear errors. Needs no root.
+# checks: 18
 . "$(dirname "$0")/lib.sh"
 
 export NCCLTRACE_CACHE_DIR=$TMP/cache
@@ -26,12 +27,42 @@ if [ -n "$REAL" ] && [ -r "$REAL" ]; then
 			grep -qE '^socket_connect +ok +0xed7a0 ' <<<"$out"
 		check real_comm_seq_offset "comm->seqNumber not at 0x106a10" -- \
 			grep -qE '^ncclComm.seqNumber +1075728$' <<<"$out"
+	else
+		skip_n 2 real_reference_offsets "the reference offsets are 2.28.9's, $REAL is $(sed -n 's/^version: *//p' <<<"$out")"
 	fi
 	check real_cached "no offsets cache written" -- test -n "$(ls "$TMP/cache" 2>/dev/null)"
 	out=$("$NT" probes "$REAL" 2>&1)
 	check real_cache_used "second run did not use the cache" -- grep -q 'DWARF (cached)' <<<"$out"
 else
-	skip real_nccl "no libnccl.so.2 from a CUDA toolkit on this machine"
+	skip_n 8 real_nccl "no libnccl.so.2 from a CUDA toolkit on this machine"
+fi
+
+# --- what tells each fact, by build: NVIDIA-like stripped 2.28.3, and 2.21.5 with DWARF ---
+REL=$ROOT/build/fakenccl-2.28.3-release/libnccl.so.2 V221=$ROOT/build/fakenccl-2.21.5/libnccl.so.2
+if [ -r "$REL" ] && [ -r "$V221" ]; then
+	out=$("$NT" probes "$REL" 2>&1)
+	check sources_stripped_counts "$(grep -A9 '^sources' <<<"$out")" -- \
+		grep -qE "^  collective counts +nccltrace's profiler plugin$" <<<"$out"
+	check sources_stripped_phases "$(grep '^  phases' <<<"$out")" -- \
+		grep -qE "^  phases +public API probes \(ncclCommInitRank\*, the first collectives until they return\); the profiler plugin's API events" <<<"$out"
+	check sources_stripped_no_roles "$(grep '^  socket roles' <<<"$out")" -- \
+		grep -qE '^  socket roles +none on this build$' <<<"$out"
+	out=$("$NT" probes "$V221" 2>&1)
+	check sources_221_totals "$(grep '^  collective counts' <<<"$out")" -- \
+		grep -qE '^  collective counts +comm->sharedRes->collOpCount \(all functions together\)' <<<"$out"
+else
+	skip_n 4 sources "the fake NCCL's variants are not built (make)"
+fi
+# doctor for a job: its library (a preloaded one first) and what tells each fact there
+if [ -n "$REAL" ] && [ -r "$REAL" ]; then
+	mkdir -p "$TMP/pre" && cp "$REAL" "$TMP/pre/libnccl.so.2"
+	out=$(env -u NCCL_SOCKET_IFNAME LD_PRELOAD="$TMP/pre/libnccl.so.2" "$NT" doctor -- true 2>&1)
+	check doctor_preloaded "$(head -2 <<<"$out")" -- \
+		grep -qE "NCCL names from NCCL [0-9.]+ at $TMP/pre/libnccl.so.2$" <<<"$out"
+	check doctor_sources "$(head -4 <<<"$out")" -- \
+		grep -qE "^  collective counts +comm->seqNumber, read from memory; nccltrace's profiler plugin" <<<"$out"
+else
+	skip_n 2 doctor_sources "no libnccl.so.2 from a CUDA toolkit on this machine"
 fi
 
 err=$("$NT" probes /nonexistent/libnccl.so.2 2>&1)
@@ -39,10 +70,11 @@ rc=$?
 check missing_lib "exit $rc ($err)" -- test $rc -eq 66
 err=$("$NT" probes /etc/passwd 2>&1)
 rc=$?
-check not_elf "exit $rc ($err)" -- test $rc -eq 65 -a "$(wc -l <<<"$err")" -eq 1
+check not_elf "exit $rc ($err)" -- error_is 65 $rc "$err"
 err=$("$NT" probes /bin/true 2>&1)
 rc=$?
 check not_nccl "exit $rc ($err)" -- test $rc -eq 65
 err=$("$NT" probes 2>&1)
 rc=$?
 check no_lib "exit $rc ($err)" -- test $rc -eq 64
+end_checks

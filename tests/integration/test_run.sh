@@ -1,12 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace run: exit status, errors, dump contents of a healthy job, signal forwarding.
+# checks: 26
 . "$(dirname "$0")/lib.sh"
 
-if ! why=$(bpf_usable); then
-	skip run "BPF not usable here: $why"
-	exit 0
-fi
+need_bpf run || end_checks
 
 # --- a healthy 4-rank ring: no finding, a complete dump ---
 D=$TMP/healthy.jsonl
@@ -31,7 +29,7 @@ check healthy_bytes "max bytes_sent $sent" -- test "${sent:-0}" -gt 100000
 peer=$(jq -s "[.[] | select(.type==\"snapshot\") | .conns[] | select(.pid==$p1 and .peer_pid!=null) | .peer_pid] | unique | length" "$D")
 check peer_mapping "rank 1 has $peer distinct traced peers (want 2: next and previous)" -- test "$peer" = 2
 check allowlist_only "a non-allow-listed variable reached the dump" -- \
-	bash -c "! grep -q -e '\"PATH\"' -e '\"HOME\"' \"$D\""
+	lacks "$D" -e '"PATH"' -e '"HOME"'
 check env_recorded "RINGJOB/WORLD_SIZE env not in rank records" -- \
 	jq_ok 'select(.type=="rank" and .rank==0) | .env.WORLD_SIZE=="4"' "$D"
 check state_events "no conn_state events" -- \
@@ -54,7 +52,7 @@ check cmd_not_found "exit $rc ($err)" -- test $rc -eq 127
 check cmd_not_found_msg "message: $err" -- contains "$err" "cannot run '/nonexistent/cmd'"
 err=$("$NT" run --bogus -- true 2>&1)
 rc=$?
-check unknown_option "exit $rc ($err)" -- test $rc -eq 64 -a "$(echo "$err" | wc -l)" -eq 1
+check unknown_option "exit $rc ($err)" -- error_is 64 $rc "$err"
 err=$("$NT" run 2>&1)
 rc=$?
 check no_command "exit $rc ($err)" -- test $rc -eq 64
@@ -75,7 +73,7 @@ check dump_symlink "exit $rc; symlink followed" -- test $rc -eq 73 -a ! -e "$TMP
 if command -v setpriv >/dev/null; then
 	err=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$NT" run --dump /tmp/never.jsonl -- true 2>&1)
 	rc=$?
-	check non_root "exit $rc ($err)" -- test $rc -eq 77 -a "$(echo "$err" | wc -l)" -eq 1
+	check non_root "exit $rc ($err)" -- error_is 77 $rc "$err"
 else
 	skip non_root "setpriv (util-linux) not installed"
 fi
@@ -91,3 +89,4 @@ check sigterm_forwarded "exit $rc, want 143" -- test $rc -eq 143
 check sigterm_no_orphan "the job's sleep survived" -- bash -c "! pgrep -fx 'sleep 31' >/dev/null"
 check sigterm_dump_complete "no footer after SIGTERM" -- \
 	jq_ok 'select(.type=="footer")' "$TMP/sig.jsonl"
+end_checks

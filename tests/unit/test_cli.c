@@ -7,7 +7,8 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "cli.h"
+#include "cmd/cli.h"
+#include "trace/tracer.h"
 
 #define ERRLEN 256
 
@@ -123,7 +124,7 @@ static void test_run_attach_modes(void **state)
 		o.mode = -1;
 		assert_int_equal(RUN(&o, err, "--attach-mode", (char *)names[i], "--", "ls"), 0);
 		assert_int_equal(o.mode, modes[i]);
-		assert_string_equal(cli_mode_name(modes[i]), names[i]);
+		assert_string_equal(tracer_mode_name(modes[i]), names[i]);
 	}
 }
 
@@ -384,6 +385,12 @@ static int parse_example(const char *line, char *err)
 		rc = cli_parse_run(argc - first, argv + first, &o, err, ERRLEN);
 		if (rc == 0 && (o.help || o.ncmd < 1))
 			rc = -1;
+	} else if (strcmp(argv[first], "attach") == 0) {
+		struct attach_opts o;
+
+		rc = cli_parse_attach(argc - first, argv + first, &o, err, ERRLEN);
+		if (rc == 0 && (o.run.help || o.npids < 1))
+			rc = -1;
 	} else if (strcmp(argv[first], "report") == 0) {
 		struct report_opts o;
 
@@ -440,8 +447,9 @@ static void test_help_examples_parse(void **state)
 {
 	(void)state;
 	assert_int_equal(check_help_examples(cli_run_help), 2);
-	assert_int_equal(check_help_examples(cli_main_help), 5);
-	assert_int_equal(check_help_examples(cli_report_help), 2);
+	assert_int_equal(check_help_examples(cli_main_help), 6);
+	assert_int_equal(check_help_examples(cli_attach_help), 3);
+	assert_int_equal(check_help_examples(cli_report_help), 3);
 	assert_int_equal(check_help_examples(cli_probes_help), 2);
 	assert_int_equal(check_help_examples(cli_doctor_help), 3);
 }
@@ -525,9 +533,10 @@ static void test_report_errors(void **state)
 	assert_int_equal(REPORT(&o, err, "--json"), -1);
 	assert_error(err, "no dump");
 
-	assert_int_equal(REPORT(&o, err, "a.jsonl", "b.jsonl"), -1);
-	assert_error(err, "'a.jsonl'");
-	assert_error(err, "'b.jsonl'");
+	/* several dumps (one job's hosts) are merged */
+	assert_int_equal(REPORT(&o, err, "a.jsonl", "b.jsonl"), 0);
+	assert_int_equal(o.npaths, 2);
+	assert_string_equal(o.paths[1], "b.jsonl");
 
 	assert_int_equal(REPORT(&o, err, "--bogus", "a.jsonl"), -1);
 	assert_error(err, "--bogus");

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "conns.h"
+#include "model/conns.h"
 #include "testutil.h"
 
 static struct nt_tuple tuple4(const char *sa, uint16_t sp, const char *da, uint16_t dp)
@@ -131,16 +131,49 @@ static void test_ignores_listeners_and_port_zero(void **state)
 	struct snap_conn c[4];
 
 	(void)state;
-	/* a listener whose tuple happens to be the reverse of a connection */
+	/* a listener whose tuple happens to be the reverse of a connection: not an end of it */
 	c[0] = conn(10, t);
 	c[0].c.flags = NT_CONN_LISTENER;
 	c[1] = conn(20, reverse(t));
 	/* port 0: a socket that is not connected */
 	c[2] = conn(30, z);
 	c[3] = conn(40, reverse(z));
-	assert_int_equal(conns_map_peers(c, 4), 0);
-	for (int i = 0; i < 4; i++)
-		assert_int_equal(c[i].peer_pid, -1);
+	/* c[1] goes to the listener's address and port: its owner is the peer (see below) */
+	assert_int_equal(conns_map_peers(c, 4), 1);
+	assert_int_equal(c[0].peer_pid, -1);
+	assert_int_equal(c[1].peer_pid, 10);
+	assert_int_equal(c[2].peer_pid, -1);
+	assert_int_equal(c[3].peer_pid, -1);
+}
+
+/*
+ * A connection whose accepted end was never seen (the peer never accepted nor read: it is
+ * stuck) goes to the traced listener it connected to.
+ */
+static void test_listener_is_peer(void **state)
+{
+	struct nt_tuple l = tuple4("10.0.0.2", 43000, "0.0.0.0", 0);
+	struct nt_tuple any = tuple4("0.0.0.0", 44000, "0.0.0.0", 0);
+	struct snap_conn c[6];
+
+	(void)state;
+	c[0] = conn(10, l);
+	c[0].c.flags = NT_CONN_LISTENER;
+	c[1] = conn(20, tuple4("10.0.0.1", 51000, "10.0.0.2", 43000));
+	/* a wildcard listener: a loopback destination reaches it, a remote one need not */
+	c[2] = conn(30, any);
+	c[2].c.flags = NT_CONN_LISTENER;
+	c[3] = conn(40, tuple4("127.0.0.1", 52000, "127.0.0.1", 44000));
+	c[4] = conn(50, tuple4("10.0.0.1", 53000, "10.9.9.9", 44000));
+	/* a connect nobody answered yet is about its address, not a process */
+	c[5] = conn(60, tuple4("10.0.0.1", 54000, "10.0.0.2", 43000));
+	c[5].c.state = 2; /* TCP_SYN_SENT */
+	conns_map_peers(c, 6);
+	assert_int_equal(c[1].peer_pid, 10);
+	assert_int_equal(c[3].peer_pid, 30);
+	assert_int_equal(c[4].peer_pid, -1);
+	assert_int_equal(c[5].peer_pid, -1);
+	assert_int_equal(c[0].peer_pid, -1);
 }
 
 static void test_keeps_known_peer(void **state)
@@ -234,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_map_pair_ipv6),
 		cmocka_unit_test(test_family_must_match),
 		cmocka_unit_test(test_ignores_listeners_and_port_zero),
+		cmocka_unit_test(test_listener_is_peer),
 		cmocka_unit_test(test_keeps_known_peer),
 		cmocka_unit_test(test_self_connection),
 		cmocka_unit_test(test_unrelated_stay_unmapped),

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "convert.h"
+#include "present/convert.h"
 
 #define MS 1000000LL
 #define T0 (1000 * 1000 * MS) /* the trace starts 1000 s after boot */
@@ -69,15 +69,21 @@ static json_t *convert_lines(const char *const *lines, int n, char *err, size_t 
 	return t;
 }
 
+/* The event, which must be there: of one that is missing every field would read 0, and two
+ * missing ones would compare equal. */
 static json_t *find_ev(json_t *ev, const char *ph, const char *name, int pid)
 {
 	size_t i;
 	json_t *e;
 
-	json_array_foreach(ev, i,
-			   e) if (!strcmp(json_string_value(json_object_get(e, "ph")), ph) &&
-				  !strcmp(json_string_value(json_object_get(e, "name")), name) &&
-				  json_integer_value(json_object_get(e, "pid")) == pid) return e;
+	json_array_foreach(ev, i, e)
+	{
+		if (!strcmp(json_string_value(json_object_get(e, "ph")), ph) &&
+		    !strcmp(json_string_value(json_object_get(e, "name")), name) &&
+		    json_integer_value(json_object_get(e, "pid")) == pid)
+			return e;
+	}
+	fail_msg("no event ph '%s' name '%s' on pid %d in the trace", ph, name, pid);
 	return NULL;
 }
 

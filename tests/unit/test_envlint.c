@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "envlint.h"
+#include "diagnose/envlint.h"
 
 #define MAXP 32
 
@@ -71,6 +71,50 @@ static const struct lint_problem *find(int n, const char *var, const char *what)
 #define LINT1(launch, ...)                                                                         \
 	lint1(launch, (const char *const[]){__VA_ARGS__},                                          \
 	      sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+
+/* env:// needs MASTER_ADDR and MASTER_PORT once RANK and WORLD_SIZE say it is used */
+static void test_master_missing(void **state)
+{
+	int n;
+
+	(void)state;
+	n = LINT1(true, "RANK=1", "WORLD_SIZE=2");
+	assert_non_null(find(n, "", "MASTER_ADDR or MASTER_PORT is not"));
+	n = LINT1(true, "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=10.0.0.1");
+	assert_non_null(find(n, "", "but MASTER_PORT is not"));
+	assert_null(find(n, "", "MASTER_ADDR is not"));
+	n = LINT1(true, "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29400");
+	assert_null(find(n, "", "rendezvous needs both"));
+	/* no RANK: a launcher (torchrun) sets all four itself */
+	n = LINT1(true, "WORLD_SIZE=2");
+	assert_null(find(n, "", "rendezvous needs both"));
+}
+
+/* a dump's rank: NCCL_SOCKET_IFNAME against its own host's interfaces (the dump's header) */
+static void test_ifname_per_host(void **state)
+{
+	struct lint_var v = {.key = "NCCL_SOCKET_IFNAME", .value = "eth"};
+	struct lint_env e = {
+		.label = "rank 2", .rank = 2, .host = "b", .ifaces = "lo,ens1f0", .v = &v, .n = 1};
+	/* a dump's ranks: the names known, no host of this one to look at */
+	struct lint_ctx c = ctx(false);
+	int n;
+
+	c.iface_exists = NULL;
+	c.port_in_use = NULL;
+
+	(void)state;
+	n = envlint(&c, &e, 1, out, MAXP);
+	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no interface of host b (lo,ens1f0)"));
+	v.value = "ens";
+	assert_null(find(envlint(&c, &e, 1, out, MAXP), "NCCL_SOCKET_IFNAME", "no interface"));
+	/* exact: "=ens1" is not ens1f0 */
+	v.value = "=ens1";
+	assert_non_null(find(envlint(&c, &e, 1, out, MAXP), "NCCL_SOCKET_IFNAME", "is 'ens1'"));
+	/* no interfaces in the dump (an older one): nothing to say */
+	e.ifaces = NULL;
+	assert_null(find(envlint(&c, &e, 1, out, MAXP), "NCCL_SOCKET_IFNAME", "no interface"));
+}
 
 static void test_clean(void **state)
 {
@@ -157,7 +201,8 @@ static void test_launch_vars(void **state)
 	assert_int_equal(LINT1(true, "MASTER_PORT=29500", "MASTER_ADDR=10.0.0.1"), 0);
 	n = LINT1(true, "MASTER_PORT=http", "RANK=4", "WORLD_SIZE=4", "LOCAL_RANK=2",
 		  "LOCAL_WORLD_SIZE=2");
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 4);
+	assert_non_null(find(n, "", "but MASTER_ADDR is not"));
 	assert_non_null(find(n, "MASTER_PORT", "not a port"));
 	assert_non_null(find(n, "RANK", "not below WORLD_SIZE=4"));
 	assert_non_null(find(n, "LOCAL_RANK", "not below LOCAL_WORLD_SIZE=2"));
@@ -273,9 +318,10 @@ static void test_lost_to_sudo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clean),	     cmocka_unit_test(test_names),
-		cmocka_unit_test(test_values),	     cmocka_unit_test(test_launch_vars),
-		cmocka_unit_test(test_ib_settings),  cmocka_unit_test(test_across_ranks),
+		cmocka_unit_test(test_clean),		cmocka_unit_test(test_master_missing),
+		cmocka_unit_test(test_ifname_per_host), cmocka_unit_test(test_names),
+		cmocka_unit_test(test_values),		cmocka_unit_test(test_launch_vars),
+		cmocka_unit_test(test_ib_settings),	cmocka_unit_test(test_across_ranks),
 		cmocka_unit_test(test_lost_to_sudo),
 	};
 

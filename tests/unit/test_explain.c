@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "explain.h"
-#include "ibwarn.h"
-#include "ncclparams.h"
+#include "diagnose/explain.h"
+#include "nccl/ibwarn.h"
+#include "nccl/ncclparams.h"
 #include "testutil.h"
 
 #define SEC NT_NSEC_PER_SEC
@@ -51,7 +51,7 @@ static struct finding finding(enum finding_kind kind, int culprit, int waiter)
 	f.rank = culprit;
 	f.peer_pid = 100 + waiter;
 	f.peer_rank = waiter;
-	f.waiters[f.nwaiters++] = 100 + waiter;
+	f.waiters[f.nwaiters++] = (struct finding_waiter){100 + waiter, waiter};
 	f.conn = -1;
 	return f;
 }
@@ -118,14 +118,55 @@ static void test_ifname_differs_ranked_first(void **state)
 	explain_finding(&snap, &f);
 	assert_string_equal(setting(&f, "NCCL_SOCKET_IFNAME")->ranks,
 			    "rank 0 eth0, rank 1 eth1, rank 2 eth0");
+	/* rank 1 outside NCCL: its own code holds it, whatever its interface */
+	assert_int_equal(hyp_with(&f, "has not called ncclCommInitRank"), 0);
+	assert_true(hyp_with(&f, "NCCL_SOCKET_IFNAME differs across ranks") > 0);
+	/* rank 1 in init itself, connecting: its interface is the first suspect */
+	procs[1].nccl_setup = SNAP_SETUP_INIT;
+	f = finding(FINDING_INIT_BLOCKED, 1, 0);
+	explain_finding(&snap, &f);
 	assert_int_equal(hyp_with(&f, "NCCL_SOCKET_IFNAME differs across ranks"), 0);
-	assert_true(hyp_with(&f, "has not called ncclCommInitRank") > 0);
+	procs[1].nccl_setup = SNAP_SETUP_NONE;
 	/* the same everywhere: no difference told */
 	set[1] = r0;
 	job(3, set, nset);
 	f = finding(FINDING_INIT_BLOCKED, 1, 0);
 	explain_finding(&snap, &f);
 	assert_int_equal(hyp_with(&f, "differs"), -1);
+}
+
+/* interface names and per-host settings differ across hosts by design: listed, never a cause */
+static void test_host_differences_by_design(void **state)
+{
+	static const struct snap_setting a[] = {
+		{"NCCL_SOCKET_IFNAME", "eth0", true},
+		{"NCCL_HOSTID", "a", true},
+		{"NCCL_DEBUG_FILE", "/tmp/a/nccl.%h.%p.log", false}};
+	static const struct snap_setting b[] = {
+		{"NCCL_SOCKET_IFNAME", "ens1", true},
+		{"NCCL_HOSTID", "b", true},
+		{"NCCL_DEBUG_FILE", "/tmp/b/nccl.%h.%p.log", false}};
+	const struct snap_setting *set[] = {a, a, b, b};
+	const int nset[] = {3, 3, 3, 3};
+	struct finding f = finding(FINDING_RING_SETUP_BLOCKED, 2, 0);
+
+	(void)state;
+	job(4, set, nset);
+	procs[0].host = procs[1].host = "host-a";
+	procs[2].host = procs[3].host = "host-b";
+	explain_finding(&snap, &f);
+	assert_non_null(setting(&f, "NCCL_SOCKET_IFNAME"));
+	assert_int_equal(hyp_with(&f, "differs"), -1);
+	/* two ranks of one host on different interfaces: a cause again */
+	set[1] = b;
+	job(4, set, nset);
+	procs[0].host = procs[1].host = "host-a";
+	procs[2].host = procs[3].host = "host-b";
+	f = finding(FINDING_RING_SETUP_BLOCKED, 2, 0);
+	explain_finding(&snap, &f);
+	assert_true(hyp_with(&f, "NCCL_SOCKET_IFNAME differs across ranks") >= 0);
+	assert_int_equal(hyp_with(&f, "NCCL_HOSTID"), -1);
+	assert_int_equal(hyp_with(&f, "NCCL_DEBUG_FILE"), -1);
 }
 
 static void test_other_difference_and_fake_name(void **state)
@@ -143,6 +184,19 @@ static void test_other_difference_and_fake_name(void **state)
 	explain_finding(&snap, &f);
 	assert_true(hyp_with(&f, "NCCL_P2P_DISABLE differs across ranks (rank 0 1, rank 1 0)") >=
 		    0);
+	/* NCCL_HOSTID is meant to differ from host to host: listed, never a cause */
+	{
+		static const struct snap_setting h0[] = {{"NCCL_HOSTID", "node-a", true}};
+		static const struct snap_setting h1[] = {{"NCCL_HOSTID", "node-b", true}};
+		const struct snap_setting *hs[] = {h0, h1};
+		const int nh[] = {1, 1};
+		struct finding g = finding(FINDING_STALL, 1, 0);
+
+		job(2, hs, nh);
+		explain_finding(&snap, &g);
+		assert_int_equal(hyp_with(&g, "NCCL_HOSTID"), -1);
+		job(2, set, nset);
+	}
 	/* told once, however many ranks have it */
 	assert_true(hyp_with(&f, "NCCL_SOCKET_TIMEOUT=30 is set, but NCCL has no socket") >= 0);
 	assert_string_equal(setting(&f, "NCCL_SOCKET_TIMEOUT")->source, "not read");
@@ -221,6 +275,23 @@ static void test_kind_rules(void **state)
 	assert_int_equal(f.nevidence, 1);
 	assert_string_equal(f.evidence[0], "NCCL WARN on rank 1 (pid 101): NET/Socket : "
 					   "Connection closed by remote peer");
+	/* a failure's WARNs: where it started first, then the last of them */
+	procs[1].nccl_first_warning = "socketStartConnect: Connect to 127.0.0.1<4242> failed : "
+				      "Software caused connection abort";
+	procs[1].nccl_burst_warnings = 3;
+	f = finding(FINDING_STALL, 1, 0);
+	explain_finding(&snap, &f);
+	assert_int_equal(f.nevidence, 2);
+	assert_string_equal(f.evidence[0], "NCCL WARN on rank 1 (pid 101): socketStartConnect: "
+					   "Connect to 127.0.0.1<4242> failed : Software caused "
+					   "connection abort");
+	assert_string_equal(f.evidence[1], "NCCL WARN on rank 1 (pid 101), the last of 3: "
+					   "NET/Socket : Connection closed by remote peer");
+	/* the same text again and again is said once */
+	procs[1].nccl_first_warning = procs[1].nccl_warning;
+	f = finding(FINDING_STALL, 1, 0);
+	explain_finding(&snap, &f);
+	assert_int_equal(f.nevidence, 1);
 }
 
 static void test_ib_warn_parse(void **state)
@@ -330,6 +401,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_settings_as_read_env_default),
 		cmocka_unit_test(test_ifname_differs_ranked_first),
+		cmocka_unit_test(test_host_differences_by_design),
 		cmocka_unit_test(test_other_difference_and_fake_name),
 		cmocka_unit_test(test_network_evidence),
 		cmocka_unit_test(test_kind_rules),

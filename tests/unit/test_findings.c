@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "findings.h"
+#include "diagnose/findings.h"
 
 #define SEC NT_NSEC_PER_SEC
 
@@ -305,8 +305,8 @@ static void test_to_json_contract(void **state)
 	snprintf(t.f.evidence[0], sizeof(t.f.evidence[0]), "/proc/101/stat state S");
 	snprintf(t.f.evidence[1], sizeof(t.f.evidence[1]), "rank 2 waits");
 	t.f.nevidence = 2;
-	t.f.waiters[0] = 102;
-	t.f.waiters[1] = 103;
+	t.f.waiters[0] = (struct finding_waiter){102, 2};
+	t.f.waiters[1] = (struct finding_waiter){103, 3};
 	t.f.nwaiters = 2;
 	t.f.nsettings = 2;
 	snprintf(t.f.settings[0].name, sizeof(t.f.settings[0].name), "NCCL_SOCKET_IFNAME");

@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "fmt.h"
+#include "util/fmt.h"
 #include "testutil.h"
 
 static void test_count(void **state)
@@ -168,13 +168,42 @@ static void test_syscall(void **state)
 	assert_null(fmt_syscall(-1));
 }
 
+static void test_safe(void **state)
+{
+	char b[64];
+
+	(void)state;
+	/* escape sequences: the ESC, BEL and CSI bytes go, the printable rest stays */
+	assert_string_equal(fmt_safe("ring\x1b]0;pwned\x07job", b, sizeof(b)), "ring?]0;pwned?job");
+	assert_string_equal(fmt_safe("a\x1b[2Jb\x7f", b, sizeof(b)), "a?[2Jb?");
+	/* C1 controls, raw (8-bit CSI) and UTF-8 encoded (U+009B) */
+	assert_string_equal(fmt_safe("x\x9b"
+				     "31my",
+				     b, sizeof(b)),
+			    "x?31my");
+	assert_string_equal(fmt_safe("x\xc2\x9b"
+				     "31my",
+				     b, sizeof(b)),
+			    "x?31my");
+	/* newlines cannot forge a line of their own; a tab is a space */
+	assert_string_equal(fmt_safe("a\nFAKE\r\tb", b, sizeof(b)), "a?FAKE? b");
+	/* valid UTF-8 stays, invalid forms do not: overlong '/', a surrogate, a cut character */
+	assert_string_equal(fmt_safe("r\xc3\xa9seau \xe2\x86\x90", b, sizeof(b)),
+			    "r\xc3\xa9seau \xe2\x86\x90");
+	assert_string_equal(fmt_safe("\xc0\xaf\xed\xa0\x80\xe2\x86", b, sizeof(b)), "???????");
+	/* cut at the buffer, never inside a character */
+	assert_string_equal(fmt_safe("ab\xe2\x86\x90", b, 5), "ab");
+	assert_string_equal(fmt_safe("abcdef", b, 4), "abc");
+	assert_string_equal(fmt_safe(NULL, b, sizeof(b)), "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_count),	      cmocka_unit_test(test_bytes),
 		cmocka_unit_test(test_endpoint_ipv4), cmocka_unit_test(test_endpoint_ipv6),
 		cmocka_unit_test(test_fmt_tuple),     cmocka_unit_test(test_tcp_state),
-		cmocka_unit_test(test_syscall),
+		cmocka_unit_test(test_syscall),	      cmocka_unit_test(test_safe),
 	};
 
 	return cmocka_run_group_tests_name("fmt", tests, NULL, NULL);

@@ -4,11 +4,15 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dwoff.h"
-#include "elfsym.h"
-#include "nccllib.h"
+#include "nccl/dwoff.h"
+#include "util/elfsym.h"
+#include "nccl/nccllib.h"
+#include "nccl/ncclsources.h"
+#include "testutil.h"
 
 /* A struct this test binary's own DWARF describes (tests are built with -g). */
 struct nt_test_layout {
@@ -60,6 +64,16 @@ static void test_find_in_maps(void **state)
 	assert_int_not_equal(nccllib_find_in_maps(maps, path, 20), 0);
 }
 
+/* Does any other probe use this name? */
+static bool name_used_elsewhere(int id, const char *sym)
+{
+	for (int k = 1; k < NT_P_MAX; k++)
+		for (const struct nccl_sym_alt *a = nccl_probe(k)->alts; k != id && a->sym; a++)
+			if (!strcmp(a->sym, sym))
+				return true;
+	return false;
+}
+
 static void test_probe_table(void **state)
 {
 	int core = 0;
@@ -70,27 +84,159 @@ static void test_probe_table(void **state)
 
 		assert_non_null(d);
 		assert_int_equal(d->id, id);
-		/* every symbol is a mangled C++ name or a public C API name */
-		assert_true(strncmp(d->sym, "_Z", 2) == 0 || strncmp(d->sym, "nccl", 4) == 0);
-		for (int k = id + 1; k < NT_P_MAX; k++) {
-			assert_string_not_equal(d->name, nccl_probe(k)->name);
-			assert_string_not_equal(d->sym, nccl_probe(k)->sym);
+		assert_non_null(d->alts[0].sym);
+		for (const struct nccl_sym_alt *a = d->alts; a->sym; a++) {
+			/* a mangled C++ name, or a public C API name */
+			assert_true(strncmp(a->sym, "_Z", 2) == 0 ||
+				    ((d->flags & NP_PUBLIC) && strncmp(a->sym, "nccl", 4) == 0));
+			assert_false(name_used_elsewhere(id, a->sym));
+			assert_true(a->from <= a->to);
+			/* newest first, and the versions of two names never overlap */
+			if (a > d->alts)
+				assert_true(a->to < a[-1].from);
+			/* a clone is matched by its base name: its number changes per build */
+			assert_false(elfsym_is_clone(a->sym));
 		}
+		for (int k = id + 1; k < NT_P_MAX; k++)
+			assert_string_not_equal(d->name, nccl_probe(k)->name);
 		core += !!(d->flags & NP_CORE);
 		/* only phases get a uretprobe; roles, retries and enqueue are entry-only */
 		if (id >= NT_P_ROLE_PROXY_SERVICE || id == NT_P_CONNECT_RETRY ||
 		    id == NT_P_ENQUEUE || id == NT_P_COMM_DESTROY || id == NT_P_COMM_ABORT)
 			assert_false(d->flags & NP_RET);
 		/* a clone's arguments are never trusted, so it is never a phase */
-		if (d->flags & NP_CLONE) {
-			assert_true(elfsym_is_clone(d->sym));
+		if (d->flags & NP_CLONE)
 			assert_false(d->flags & NP_RET);
-		}
 	}
 	assert_true(core >= 6);
 	assert_null(nccl_probe(NT_P_MAX));
 	assert_true(nt_probe_has_comm(NT_P_P2P_SETUP));
 	assert_false(nt_probe_has_comm(NT_P_ENV));
+	assert_true(nt_probe_api_init(NT_P_API_INIT_CONFIG));
+	assert_false(nt_probe_api_init(NT_P_API_LAST_ERROR));
+}
+
+/*
+ * Every mangled name in the table is what g++ makes of the signature it comes from
+ * (tests/unit/nccl_sigs.cc, NCCL 2.18-2.30), and every signature there has its name here.
+ */
+static void test_names_match_signatures(void **state)
+{
+	char line[256], *names[128];
+	int n = 0;
+	FILE *f = fopen(NCCL_SIGS_NAMES, "r");
+
+	(void)state;
+	assert_non_null(f);
+	while (n < 128 && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		names[n++] = strdup(line);
+	}
+	fclose(f);
+	assert_true(n >= 50);
+	for (int id = 1; id < NT_P_MAX; id++)
+		for (const struct nccl_sym_alt *a = nccl_probe(id)->alts; a->sym; a++) {
+			bool found = !strncmp(a->sym, "nccl", 4); /* C names: not mangled */
+
+			for (int i = 0; i < n && !found; i++)
+				found = !strcmp(names[i], a->sym);
+			if (!found)
+				fail_msg("%s: no signature in nccl_sigs.cc mangles to it", a->sym);
+		}
+	for (int i = 0; i < n; i++) {
+		bool found = false;
+
+		for (int id = 1; id < NT_P_MAX && !found; id++)
+			for (const struct nccl_sym_alt *a = nccl_probe(id)->alts; a->sym && !found;
+			     a++)
+				found = !strcmp(names[i], a->sym);
+		if (!found)
+			fail_msg("%s: a signature of nccl_sigs.cc the table does not have",
+				 names[i]);
+		free(names[i]);
+	}
+}
+
+/* The row of src for fact */
+static const struct nccl_source *source(const struct nccl_source *src, int n, const char *fact)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(src[i].fact, fact))
+			return &src[i];
+	fail_msg("no row %s", fact);
+	return src;
+}
+
+/* What tells each fact: a wheel (symbols, DWARF), NVIDIA's stripped .deb, a 2.21 with DWARF */
+static void test_sources(void **state)
+{
+	static struct nccl_lib lib;
+	struct nccl_source src[NCCL_SOURCES_MAX];
+	int n;
+
+	(void)state;
+	memset(&lib, 0, sizeof(lib));
+	memset(&lib.offs, 0xff, sizeof(lib.offs)); /* every field unknown (-1) */
+	lib.offs.lasterr_delta = 0;
+	lib.has_symtab = true;
+	lib.offs_src = OFFS_DWARF;
+	for (int p = 1; p < NT_P_MAX; p++)
+		lib.probe_off[p] = 0x1000 + p;
+	lib.offs.comm_seq = 1075728;
+	lib.offs.lasterr_delta = 4096;
+	n = nccl_sources(&lib, 5, src);
+	assert_true(n >= 8 && n <= NCCL_SOURCES_MAX);
+	assert_contains(source(src, n, "phases")->how, "internal probes");
+	assert_null(strstr(source(src, n, "phases")->how, "the first collectives"));
+	assert_contains(source(src, n, "collective counts")->how,
+			"comm->seqNumber, read from memory; nccltrace's profiler plugin");
+	assert_contains(source(src, n, "warnings")->how, "with ncclLastError's text");
+	assert_contains(source(src, n, "where a thread waits")->how, ".symtab");
+	/* stripped to the API: no internal probe, no offsets */
+	for (int p = 1; p < NT_P_MAX; p++)
+		if (!nt_probe_api_coll(p) && !nt_probe_api_init(p) && p != NT_P_COMM_DESTROY &&
+		    p != NT_P_COMM_ABORT && p != NT_P_API_LAST_ERROR)
+			lib.probe_off[p] = 0;
+	lib.offs_src = OFFS_NONE;
+	lib.has_symtab = false;
+	lib.offs.lasterr_delta = 0;
+	n = nccl_sources(&lib, 5, src);
+	assert_contains(source(src, n, "phases")->how, "the first collectives until they return");
+	assert_contains(source(src, n, "phases")->how, "profiler plugin's API events");
+	assert_string_equal(source(src, n, "collective counts")->how,
+			    "nccltrace's profiler plugin");
+	assert_false(source(src, n, "collective counts")->none);
+	assert_true(source(src, n, "socket roles")->none);
+	assert_null(strstr(source(src, n, "settings")->how, "getenv probe"));
+	assert_contains(source(src, n, "where a thread waits")->how, "exported names only");
+	/* 2.21 with DWARF: no seqNumber, no plugin API, the totals */
+	for (int p = 1; p < NT_P_MAX; p++)
+		lib.probe_off[p] = 0x1000 + p;
+	lib.offs_src = OFFS_DWARF;
+	lib.offs.comm_seq = -1;
+	lib.offs.shres_collops = 784;
+	n = nccl_sources(&lib, 0, src);
+	assert_contains(source(src, n, "collective counts")->how,
+			"comm->sharedRes->collOpCount (all functions together)");
+	assert_null(strstr(source(src, n, "collective counts")->how, "plugin"));
+	assert_string_equal(source(src, n, "collective arguments")->how,
+			    "--collectives (ncclEnqueueCheck probe)");
+	lib.probe_off[NT_P_ENQUEUE] = 0;
+	n = nccl_sources(&lib, 0, src);
+	assert_true(source(src, n, "collective arguments")->none);
+	assert_string_equal(source(src, n, "collective arguments")->how, "none on this build");
+}
+
+static void test_version_code(void **state)
+{
+	(void)state;
+	assert_int_equal(nccl_version_code("2.28.9"), 22809);
+	assert_int_equal(nccl_version_code("2.18.6"), 21806);
+	assert_int_equal(nccl_version_code("2.30"), 23000);
+	assert_int_equal(nccl_version_code(""), 0);
+	assert_int_equal(nccl_version_code("abc"), 0);
+	assert_int_equal(nccl_version_code("2.280.1"), 0);
+	assert_int_equal(nccl_version_code(NULL), 0);
 }
 
 static void test_is_clone(void **state)
@@ -153,8 +299,13 @@ static void test_dwarf_offsets(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_find_in_maps),  cmocka_unit_test(test_probe_table),
-		cmocka_unit_test(test_is_clone),      cmocka_unit_test(test_elf_self),
+		cmocka_unit_test(test_find_in_maps),
+		cmocka_unit_test(test_probe_table),
+		cmocka_unit_test(test_names_match_signatures),
+		cmocka_unit_test(test_version_code),
+		cmocka_unit_test(test_sources),
+		cmocka_unit_test(test_is_clone),
+		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_dwarf_offsets),
 	};
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "procfs.h"
+#include "trace/procfs.h"
 
 /* This process's own /proc/self/stat line, the template for the synthetic ones. */
 static void self_stat(char *buf, size_t len)

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "ranks.h"
+#include "trace/ranks.h"
 
 /* A NUL-separated buffer whose last entry has no trailing NUL (the literal's own is cut off). */
 #define ENV_NO_TRAILING(s) (s), (sizeof(s) - 1)

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "dashboard.h"
+#include "present/dashboard.h"
 #include "testutil.h"
-#include "tuilayout.h"
+#include "present/tuilayout.h"
+#include "synth.h"
 
 static struct tui_rank ranks[4];
 static struct tui_conn conns[8];
@@ -99,7 +100,7 @@ static void check_main(int w, int h)
 	struct tui_state st = {0};
 	struct tui_frame f;
 	char buf[512];
-	int y;
+	int y, ranks, conns, finds, out;
 
 	layout(&m, &st, &f, w, h);
 	assert_true(row_with(&f, " nccltrace  12.5s  ranks 4/4  tracepoint") == 0);
@@ -118,11 +119,19 @@ static void check_main(int w, int h)
 	assert_true(row_with(&f, "  STALL 6.0s  rank 1 has not launched") > 0);
 	assert_true(row_with(&f, "likely: rank 1 is not inside NCCL") > 0);
 	assert_true(row_with(&f, "epoch 2 loss 1.97") > 0);
-	/* panes in order, none past the key bar */
-	assert_true(row_with(&f, "Ranks (4)") < row_with(&f, "Connections (8)"));
-	assert_true(row_with(&f, "Connections (8)") < row_with(&f, "Findings (1 open"));
-	assert_true(row_with(&f, "Findings (1 open") < row_with(&f, "Job output"));
-	assert_true(row_with(&f, "Job output") < h - 1);
+	/* panes in order, none past the key bar (each there: a missing one's -1 orders first) */
+	ranks = row_with(&f, "Ranks (4)");
+	conns = row_with(&f, "Connections (8)");
+	finds = row_with(&f, "Findings (1 open");
+	out = row_with(&f, "Job output");
+	assert_true(ranks > 0);
+	assert_true(conns > 0);
+	assert_true(finds > 0);
+	assert_true(out > 0);
+	assert_true(ranks < conns);
+	assert_true(conns < finds);
+	assert_true(finds < out);
+	assert_true(out < h - 1);
 	tui_frame_free(&f);
 }
 
@@ -217,15 +226,15 @@ static void no_event(void *ctx, enum finding_event ev, const struct tracked_find
 static void test_dashboard_model(void **state)
 {
 	struct snap_proc p[3];
-	struct snap_conn c[2];
+	struct snap_conn c[3];
 	struct snapshot s = {
-		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 2};
+		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
 	struct findings fs;
 	struct finding f = {.kind = FINDING_STALL,
 			    .pid = 102,
 			    .rank = 1,
 			    .nwaiters = 1,
-			    .waiters = {101},
+			    .waiters = {{101, 0}},
 			    .since_ns = 4 * NT_NSEC_PER_SEC};
 	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
 				  .active_window_ns = NT_NSEC_PER_SEC};
@@ -251,6 +260,13 @@ static void test_dashboard_model(void **state)
 	c[1] = c[0];
 	c[1].id = 2;
 	c[1].closed = true;
+	/* the launcher's listening socket (it hands it to a rank): no reason to show it */
+	c[2] = c[0];
+	c[2].id = 3;
+	c[2].pid = 100;
+	c[2].peer_pid = -1;
+	c[2].c.flags = NT_CONN_LISTENER;
+	c[2].c.state = 10; /* TCP_LISTEN */
 	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
 	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
 	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
@@ -278,12 +294,164 @@ static void test_dashboard_model(void **state)
 	dashboard__free(d);
 }
 
+/* The row whose rank is r (a rank row, not a group), or -1 */
+static int rank_at(const struct tui_model *m, int r)
+{
+	for (int i = 0; i < m->nranks; i++)
+		if (!m->ranks[i].group && m->ranks[i].rank == r)
+			return i;
+	return -1;
+}
+
+/*
+ * 70 ranks in a ring, rank 20 hung: the culprit on top, its 69 waiters one row (as ranges),
+ * their waiting connections one row; expanded, every rank has its row again.
+ */
+static void test_dashboard_groups(void **state)
+{
+	struct synth *y = synth_new(70, 2, SYNTH_RING, 20);
+	struct finding *f = calloc(8, sizeof(*f));
+	struct diag_config cfg = {.stall_threshold_ns = 5 * SYNTH_SEC,
+				  .active_window_ns = SYNTH_SEC};
+	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
+	struct dashboard *d = dashboard__new();
+	const struct tui_model *m;
+	struct tui_state st = {0};
+	struct findings fs;
+	struct tui_frame fr;
+	int n;
+
+	(void)state;
+	assert_non_null(y);
+	assert_non_null(f);
+	n = diagnose(&y->s, &cfg, f, 8);
+	assert_int_equal(n, 1);
+	assert_int_equal(f[0].rank, 20);
+	findings_init(&fs, SYNTH_SEC, 5 * SYNTH_SEC);
+	findings_update(&fs, f, n, y->s.now_ns, no_event, NULL);
+	m = dashboard__update(d, &y->s, &fs, &in, SORT_WORST);
+	assert_non_null(m);
+	assert_true(m->ranks[0].culprit);
+	assert_int_equal(m->ranks[0].rank, 20);
+	assert_int_equal(m->ranks[1].group, 69);
+	assert_int_equal(m->ranks[1].group_id, fs.v[0].id);
+	assert_string_equal(m->ranks[1].members, "0-19,21-69");
+	assert_int_equal(m->nranks, 2);
+	assert_int_equal(rank_at(m, 5), -1);
+	assert_int_equal(m->conns[0].group, 69);
+	assert_string_equal(m->conns[0].from, "69 ranks");
+	assert_string_equal(m->conns[0].to, "chain to rank 20");
+	assert_int_equal(m->ranks_seen, 70);
+	layout(m, &st, &fr, 120, 40);
+	assert_true(row_with(&fr, "69 ranks wait on rank 20 (0-19,21-69)") > 0);
+	assert_true(row_with(&fr, "! 20 ") > 0);
+	assert_true(row_with(&fr, "69 ranks chain to rank 20") > 0);
+	assert_true(row_with(&fr, "ranks 70/70") == 0);
+	tui_frame_free(&fr);
+	/* Enter on the group: one row per rank, the culprit still first */
+	in.expanded = fs.v[0].id;
+	m = dashboard__update(d, &y->s, &fs, &in, SORT_WORST);
+	assert_int_equal(m->nranks, 70);
+	assert_int_equal(m->ranks[0].rank, 20);
+	assert_true(rank_at(m, 5) > 0 && m->ranks[rank_at(m, 5)].waiting);
+	assert_int_equal(m->conns[0].group, 0);
+	findings_free(&fs);
+	dashboard__free(d);
+	free(f);
+	synth_free(y);
+}
+
+/* The transport NCCL's log names between the two ranks of a net connection, in both widths. */
+static void test_via(void **state)
+{
+	static struct snap_nccl_log l0, l1;
+	struct snap_proc p[2];
+	struct snap_conn c[2];
+	struct snapshot s = {
+		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 2, .conns = c, .nconns = 2};
+	struct dash_info in = {.cmd = "job"};
+	struct dashboard *d = dashboard__new();
+	const struct tui_model *m;
+	struct tui_state st = {0};
+	struct tui_frame f;
+
+	(void)state;
+	memset(p, 0, sizeof(p));
+	memset(c, 0, sizeof(c));
+	memset(&l0, 0, sizeof(l0));
+	memset(&l1, 0, sizeof(l1));
+	/* rank 0's log: comm 0xabc, rank 0 of 2, [send] to rank 1 over NET/Socket/0 */
+	l0.comm[0] = (struct snap_log_comm){.id = 0xabc, .rank = 0, .nranks = 2};
+	l0.ncomm = 1;
+	l0.path[0] = (struct snap_log_path){
+		.comm = 0, .from = 0, .to = 1, .side = SNAP_LOG_SEND, .transport = "NET/Socket/0"};
+	l0.path[0].net = true;
+	l0.path[0].channels = 1;
+	l0.npath = 1;
+	l1.comm[0] = (struct snap_log_comm){.id = 0xabc, .rank = 1, .nranks = 2};
+	l1.ncomm = 1;
+	p[0] = (struct snap_proc){.pid = 101, .rank = 0, .state = 'S', .nccl_log = &l0};
+	p[1] = (struct snap_proc){.pid = 102, .rank = 1, .state = 'S', .nccl_log = &l1};
+	c[0].id = 1;
+	c[0].pid = 101;
+	c[0].peer_pid = 102;
+	c[0].c.t = test_tuple(AF_INET, "127.0.0.1", 1, "127.0.0.1", 2);
+	c[0].c.state = 1;
+	c[0].nccl_label = "net (net connect)";
+	/* the same pair's bootstrap socket gets no transport */
+	c[1] = c[0];
+	c[1].id = 2;
+	c[1].nccl_label = "bootstrap (bootstrap)";
+	m = dashboard__update(d, &s, NULL, &in, SORT_WORST);
+	assert_int_equal(m->nconns, 2);
+	for (int i = 0; i < 2; i++)
+		assert_string_equal(
+			m->conns[i].via,
+			!strcmp(m->conns[i].label, "bootstrap (bootstrap)") ? "" : "NET/Socket/0");
+	layout(m, &st, &f, 200, 60);
+	assert_true(row_with(&f, " VIA ") > 0);
+	assert_true(row_with(&f, "net (net connect)            NET/Socket/0") > 0);
+	tui_frame_free(&f);
+	/* narrow: the transport in NCCL's column */
+	layout(m, &st, &f, 80, 24);
+	assert_true(row_with(&f, "rank 1                NET/Socket/0") > 0);
+	tui_frame_free(&f);
+	dashboard__free(d);
+}
+
+/* What the job controls (its output, a name, NCCL's text) never reaches the terminal raw. */
+static void test_hostile_text(void **state)
+{
+	static const char *const evil[] = {"ok \x1b]0;PWNED\x07 \x1b[2J\x9b"
+					   "31m done"};
+	struct tui_model m = model();
+	struct tui_state st = {0};
+	struct tui_frame f;
+
+	(void)state;
+	m.log = evil;
+	m.nlog = 1;
+	snprintf(ranks[2].host, sizeof(ranks[2].host), "h\x1b[31mx");
+	snprintf(finding.summary, sizeof(finding.summary), "rank 1 \x1b]8;;http://x\x07link");
+	layout(&m, &st, &f, 120, 40);
+	for (size_t i = 0; i < (size_t)f.w * f.h; i++)
+		assert_true((unsigned char)f.text[i] >= 32 && (unsigned char)f.text[i] < 127);
+	assert_true(row_with(&f, "ok ?]0;PWNED? ?[2J?31m done") > 0);
+	assert_true(row_with(&f, "rank 1 ?]8;;http://x?link") > 0);
+	tui_frame_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_main_80x24),	cmocka_unit_test(test_main_200x60),
-		cmocka_unit_test(test_small_and_views), cmocka_unit_test(test_scroll_and_sort),
+		cmocka_unit_test(test_main_80x24),
+		cmocka_unit_test(test_main_200x60),
+		cmocka_unit_test(test_small_and_views),
+		cmocka_unit_test(test_scroll_and_sort),
 		cmocka_unit_test(test_dashboard_model),
+		cmocka_unit_test(test_dashboard_groups),
+		cmocka_unit_test(test_via),
+		cmocka_unit_test(test_hostile_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

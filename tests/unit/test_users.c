@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "users.h"
+#include "trace/users.h"
 
 static void test_parse_passwd(void **state)
 {

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A dump from anywhere (another host's, a corrupt or hostile one): what report, report --html
+ * and convert make of it. Any input gives a result or an error, never a crash.
+ */
+#include <jansson.h>
+#include "fuzz.h"
+#include "present/convert.h"
+#include "present/html.h"
+#include "present/report.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *path = fuzz_file(data, size);
+	char err[512];
+	json_t *r = report_findings(path, err, sizeof(err)), *t;
+
+	if (r) {
+		json_t *ranks = report_ranks(path, r, err, sizeof(err));
+
+		if (ranks) {
+			json_object_set_new(r, "ranks", ranks);
+			if (!freopen("/dev/null", "w", stdout))
+				abort();
+			report_print(r);
+			html_write("/dev/null", r, path, err, sizeof(err));
+		}
+		json_decref(r);
+	}
+	t = convert_dump(path, false, err, sizeof(err));
+	json_decref(t);
+	return 0;
+}

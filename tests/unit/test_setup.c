@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The diagnosis on synthetic snapshots (diagworld.h): ranks blocked in NCCL's setup (setup.c):
+ * ring and init setup blocked, slow init, a rank that never started, one killed in setup,
+ * connects NCCL retries silently.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include "diagworld.h"
+
+/* ranks 0..n-1 (pids 100+r) of one job, none connected yet */
+static void job(struct world *w, int n)
+{
+	for (int r = 0; r < n; r++) {
+		struct snap_proc *p = add_proc(w, 100 + r, r, 'S', "epoll_wait");
+
+		p->world_size = n;
+		p->nccl = true;
+	}
+}
+
+static void in_setup(struct snap_proc *p, int cls, uint64_t since, const char *inner)
+{
+	p->nccl_setup = cls;
+	p->nccl_setup_since_ns = since;
+	p->nccl_since_ns = since;
+	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "%s", inner);
+}
+
+static void test_ring_setup_blocked(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	in_setup(proc(w, 100), SNAP_SETUP_TRANSPORT, STALL_START, "proxy call");
+	in_setup(proc(w, 102), SNAP_SETUP_TRANSPORT, STALL_START + SEC, "socket accept");
+	snprintf(proc(w, 101)->where, sizeof(proc(w, 101)->where), "clock_nanosleep");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_RING_SETUP_BLOCKED);
+	assert_int_equal(out[0].pid, 101);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].peer_pid, 100); /* in setup the longest */
+	assert_int_equal(out[0].nwaiters, 2);
+	assert_true(out[0].since_ns == STALL_START);
+	assert_contains(out[0].summary, "transport setup");
+	assert_contains(out[0].phase, "outside NCCL");
+	assert_true(evidence_has(&out[0], "now in proxy call"));
+	assert_string_equal(out[0].key, "ring_setup_blocked:pid:101");
+
+	/*
+	 * rank 1 was inside the setup 0.3 s ago: it has just got through, ahead of the others,
+	 * and is between its first collectives; not what they wait for (the IB handshake's end,
+	 * test_ib). Out of it for longer than the threshold, it is again.
+	 */
+	proc(w, 101)->nccl_setup_seen_ns = NOW - 300 * MSEC;
+	assert_int_equal(run(w, out), 0);
+	proc(w, 101)->nccl_setup_seen_ns = NOW - 6 * SEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 101);
+
+	/* stopped or exited instead */
+	proc(w, 101)->state = 'T';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_STOPPED);
+	proc(w, 101)->state = 'S';
+	set_exited(proc(w, 101), 0, STALL_START);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+
+	/* not long enough yet */
+	proc(w, 101)->exited = false;
+	proc(w, 101)->state = 'S';
+	in_setup(proc(w, 100), SNAP_SETUP_TRANSPORT, NOW - SEC, "proxy call");
+	in_setup(proc(w, 102), SNAP_SETUP_TRANSPORT, NOW - SEC, "proxy call");
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+static void test_init_blocked_and_slow_init(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	for (int r = 0; r < 3; r++)
+		in_setup(proc(w, 100 + r), SNAP_SETUP_INIT, STALL_START, "socket accept");
+	/* every rank inside init, however long: slow (a big cluster), not blocked by a rank */
+	assert_int_equal(run(w, out), 0);
+	/* one rank elsewhere inside NCCL: perhaps slow too, no finding */
+	in_setup(proc(w, 101), SNAP_SETUP_NONE, 0, "topology");
+	assert_int_equal(run(w, out), 0);
+	/* outside NCCL: that is the one */
+	proc(w, 101)->nccl_phase[0] = '\0';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_INIT_BLOCKED);
+	assert_int_equal(out[0].rank, 1);
+	assert_contains(out[0].summary, "communicator init");
+	free(w);
+}
+
+static void test_rank_never_started(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	job(w, 3);
+	/* rank 2 never appeared: the job has pids 100 and 101 only */
+	w->s.nprocs = 2;
+	for (int r = 0; r < 2; r++)
+		in_setup(proc(w, 100 + r), SNAP_SETUP_INIT, STALL_START, "socket accept");
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	assert_int_equal(out[0].pid, 0);
+	assert_int_equal(out[0].rank, 2);
+	assert_string_equal(out[0].phase, "never started");
+	assert_string_equal(out[0].key, "peer_dead:rank:2");
+	assert_true(evidence_has(&out[0], "RANK=2"));
+	free(w);
+}
+
+/* a rank killed while it waited in NCCL setup is a consequence, not a cause */
+static void test_killed_while_in_setup(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	ring(w, 3, NOW - SEC);
+	set_exited(proc(w, 102), SIGKILL, NOW - SEC);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	assert_int_equal(out[0].pid, 102);
+	proc(w, 102)->nccl_setup = SNAP_SETUP_INIT;
+	proc(w, 102)->nccl_setup_since_ns = STALL_START;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+/* Refused connects NCCL retries silently while the others wait in the same setup. */
+static void test_setup_connect_retries(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int r = 0; r < 3; r++) {
+		struct snap_proc *p = add_proc(w, 100 + r, r, 'S', "futex");
+
+		p->nccl_setup = SNAP_SETUP_TRANSPORT;
+		p->nccl_setup_since_ns = NOW - 8 * SEC;
+		snprintf(p->nccl_phase, sizeof(p->nccl_phase), "proxy call");
+	}
+	w->procs[1].nccl_retries = 9;
+	w->procs[1].nccl_last_retry_ns = NOW - 300 * MSEC;
+	w->procs[1].nccl_retry_addr = "10.0.0.9:43517";
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_RING_SETUP_BLOCKED);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].nwaiters, 2);
+	assert_int_equal(out[0].since_ns, NOW - 8 * SEC);
+	assert_contains(out[0].summary, "its connects to 10.0.0.9:43517 fail and NCCL retries them "
+					"silently (9 so far); waiting for it: ranks 0,2");
+	assert_contains(out[0].hypotheses[0], "had 9 connects fail");
+	/* retries from before this setup say nothing about it */
+	w->procs[1].nccl_last_retry_ns = NOW - 9 * SEC;
+	assert_int_equal(run(w, out), 0);
+	/* in setup for less than the threshold: not yet */
+	w->procs[1].nccl_last_retry_ns = NOW - 300 * MSEC;
+	for (int r = 0; r < 3; r++)
+		w->procs[r].nccl_setup_since_ns = NOW - 2 * SEC;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ring_setup_blocked),
+		cmocka_unit_test(test_init_blocked_and_slow_init),
+		cmocka_unit_test(test_rank_never_started),
+		cmocka_unit_test(test_killed_while_in_setup),
+		cmocka_unit_test(test_setup_connect_retries),
+	};
+
+	return cmocka_run_group_tests_name("setup", tests, NULL, NULL);
+}

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+#include "cmd/cli.h"
+#include "cmd/subcmds.h"
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		fputs(cli_main_help, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "run"))
+		return run_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "attach"))
+		return attach_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return report_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "convert"))
+		return convert_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "doctor"))
+		return doctor_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "probes"))
+		return probes_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "watch"))
+		return watch_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		fputs(cli_main_help, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("nccltrace %s\n", NT_VERSION);
+		return 0;
+	}
+	fprintf(stderr, "nccltrace: unknown command '%s' (try 'nccltrace --help')\n", cmd);
+	return EXIT_USAGE;
+}

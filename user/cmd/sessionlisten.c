@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/* `run --listen`: the session's pages, /metrics and /state, from its latest snapshot. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd/session.h"
+#include "model/snapjson.h"
+#include "present/metrics.h"
+#include "util/clock.h"
+#include "util/fmt.h"
+#include "util/log.h"
+
+/* the open findings, as `report --json` has them */
+static json_t *open_findings(struct session *s)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; i < s->findings.n; i++) {
+		const struct tracked_finding *t = &s->findings.v[i];
+		char conn[128] = "";
+		json_t *f;
+
+		if (!t->open)
+			continue;
+		if (t->f.conn >= 0 && t->f.conn < s->snap.nconns)
+			fmt_tuple(&s->snap.conns[t->f.conn].c.t, conn, sizeof(conn));
+		f = finding_to_json(t, FINDING_UPDATE, s->snap.now_ns, conn[0] ? conn : NULL);
+		json_object_del(f, "type");
+		json_array_append_new(a, f);
+	}
+	return a;
+}
+
+static char *state_page(struct session *s)
+{
+	uint64_t mono = clock_mono_ns(), real = clock_real_ns();
+	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:b,s:o,s:o}", "nccltrace_state", 1,
+			      "version", NT_VERSION, "host", s->host, "loopback", s->loopback,
+			      "boot_to_realtime_ns", (json_int_t)(real - mono), "realtime_ns",
+			      (json_int_t)real, "stall_threshold_s", s->opts.stall_threshold_s,
+			      "cmd", s->cmdline, "job_over", s->job_exited, "findings",
+			      open_findings(s), "state", snapjson_from_snapshot(&s->snap));
+	char *body;
+
+	if (!o)
+		return NULL;
+	body = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return body;
+}
+
+static char *page(void *ctx, const char *url, const char **type)
+{
+	struct session *s = ctx;
+
+	if (!strcmp(url, "/metrics")) {
+		*type = "text/plain; version=0.0.4; charset=utf-8";
+		return metrics_text(&s->snap, &s->findings, s->host);
+	}
+	if (!strcmp(url, "/state")) {
+		*type = "application/json";
+		return state_page(s);
+	}
+	return NULL;
+}
+
+int session_listen_open(struct session *s)
+{
+	char err[512];
+	int rc;
+
+	if (!s->opts.listen)
+		return 0;
+	rc = listener__open(&s->listen, s->opts.listen, s->opts.token_file, page, s, err,
+			    sizeof(err));
+	if (rc) {
+		fprintf(stderr, "nccltrace: %s\n", err);
+		return rc;
+	}
+	fprintf(stderr, "nccltrace: serving %s/metrics and %s/state%s\n", listener__url(s->listen),
+		listener__url(s->listen), s->opts.token_file ? " (bearer token required)" : "");
+	return 0;
+}

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd/watchjob.h"
+
+int watch_alloc(struct watch *w, char **specs, int n)
+{
+	w->n = n;
+	w->ep = calloc(n, sizeof(*w->ep));
+	w->cur = calloc(n, sizeof(*w->cur));
+	w->host = calloc(n, sizeof(*w->host));
+	w->lo = calloc(n, sizeof(*w->lo));
+	if (!w->ep || !w->cur || !w->host || !w->lo)
+		return -1;
+	for (int i = 0; i < n; i++)
+		w->ep[i].spec = specs[i];
+	return 0;
+}
+
+/*
+ * endpoint i's answer, on the first answer's clock: its snapshot's now, or 0 if it is none.
+ * The document is kept in doc[i].
+ */
+static int64_t take(struct watch *w, int i, json_t **doc)
+{
+	json_error_t je;
+	json_t *o = json_loadb(w->ep[i].body, w->ep[i].len, 0, &je);
+	json_t *b2r = json_object_get(o, "boot_to_realtime_ns");
+	json_t *now = json_object_get(json_object_get(o, "state"), "now_ns");
+	const char *host = json_string_value(json_object_get(o, "host"));
+
+	*doc = NULL;
+	if (!o || !json_is_integer(b2r) || !json_is_integer(now)) {
+		snprintf(w->ep[i].err, sizeof(w->ep[i].err), "not an nccltrace /state");
+		json_decref(o);
+		return 0;
+	}
+	if (!w->have_ref) {
+		w->ref_b2r = json_integer_value(b2r);
+		w->have_ref = true;
+	}
+	if (!w->started) {
+		double t = json_number_value(json_object_get(o, "stall_threshold_s"));
+
+		jobview_init(&w->v, w->threshold_s > 0 ? w->threshold_s : t > 0 ? t : 5);
+		w->started = true;
+		w->v.tell = w->tell;
+		w->v.tell_ctx = w->tell_ctx;
+	}
+	snprintf(w->host[i], sizeof(w->host[i]), "%s", host ? host : w->ep[i].spec);
+	snprintf(w->lo[i], sizeof(w->lo[i]), "%s",
+		 json_string_value(json_object_get(o, "loopback")) ?: "");
+	for (int k = 0; k < i; k++)
+		if (!strcmp(w->host[k], w->host[i]))
+			snprintf(w->host[i], sizeof(w->host[i]), "%s", w->ep[i].spec);
+	*doc = o;
+	return json_integer_value(now) + json_integer_value(b2r) - w->ref_b2r;
+}
+
+/*
+ * One round: fetch, merge, diagnose; how many tracers answered. Every snapshot is taken as of
+ * the newest one's time (the tracers' ticks differ by up to 0.2 s): its ages read short by that
+ * at most, never long.
+ */
+int watch_round(struct watch *w)
+{
+	struct snapmerge_in in[w->n];
+	int64_t now[w->n], newest = 0;
+	json_t *doc[w->n];
+	int ok = watchpoll_round(w->ep, w->n, w->token_file ? w->token : NULL, 1000), k = 0;
+	char err[160];
+
+	for (int i = 0; i < w->n; i++) {
+		now[i] = 0;
+		doc[i] = NULL;
+		if (!w->ep[i].err[0])
+			now[i] = take(w, i, &doc[i]);
+		if (now[i] > newest)
+			newest = now[i];
+	}
+	for (int i = 0; i < w->n; i++) {
+		/* a tracer that does not answer is out of the picture, not frozen in it */
+		snapstore_free(w->cur[i]);
+		w->cur[i] = NULL;
+		if (!doc[i])
+			continue;
+		w->cur[i] = snapjson_parse(
+			json_object_get(doc[i], "state"),
+			newest - json_integer_value(json_object_get(
+					 json_object_get(doc[i], "state"), "now_ns")),
+			err, sizeof(err));
+		json_decref(doc[i]);
+		if (!w->cur[i])
+			snprintf(w->ep[i].err, sizeof(w->ep[i].err), "%s", err);
+		else
+			in[k++] = (struct snapmerge_in){&w->cur[i]->s, w->host[i],
+							w->lo[i][0] ? w->lo[i] : NULL};
+	}
+	if (!k)
+		return 0;
+	snapstore_free(w->merged);
+	w->merged = snapmerge(in, k);
+	if (w->merged)
+		jobview_step(&w->v, w->merged, w->ref_b2r);
+	return ok;
+}
+
+void watch_free(struct watch *w)
+{
+	if (w->ep)
+		watchpoll_free(w->ep, w->n);
+	for (int i = 0; w->cur && i < w->n; i++)
+		snapstore_free(w->cur[i]);
+	snapstore_free(w->merged);
+	if (w->started)
+		jobview_free(&w->v);
+	free(w->ep);
+	free(w->cur);
+	free(w->host);
+	free(w->lo);
+}

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NCCL setup blocking, which NCCL never reports: ranks inside communicator init or transport
+ * setup while a rank of the job is not in it, and a rank whose connects NCCL retries silently.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/fmt.h"
+#include "diagnose/rules.h"
+
+/*
+ * The rank of the job (of WORLD_SIZE world, if known) that is not in setup cls, unnamed so far:
+ * outside NCCL, stopped or exited (a live one first). A rank busy in another NCCL phase may be
+ * progressing, perhaps slowly: never it; nor one that was inside a setup within the threshold
+ * (left_after): it has just got through, ahead of the others (their setups end a moment
+ * later), and is outside NCCL between its first collectives. The ranks of the others like it
+ * go into others[].
+ */
+static const struct snap_proc *setup_culprit(const struct snapshot *s, const bool *named, int cls,
+					     int world, uint64_t left_after, int *others,
+					     int *nothers)
+{
+	const struct snap_proc *cul = NULL;
+
+	*nothers = 0;
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		bool stopped = p->state == 'T' || p->state == 't';
+
+		if (p->rank < 0 || (world > 0 && p->world_size != world) || p->nccl_setup == cls ||
+		    (named && named[i]))
+			continue;
+		if (!p->exited && !stopped && p->nccl_phase[0])
+			continue;
+		if (!p->exited && p->nccl_setup_seen_ns > left_after)
+			continue;
+		if (cul && (!cul->exited || p->exited)) {
+			others[(*nothers)++] = p->rank;
+			continue;
+		}
+		if (cul)
+			others[(*nothers)++] = cul->rank;
+		cul = p;
+	}
+	return cul;
+}
+
+/* The first RANK of world that no traced process has, -1 if none (or world unknown). */
+static int missing_rank(const struct snapshot *s, int world)
+{
+	for (int r = 0; world > 0 && r < world; r++) {
+		bool seen = false;
+
+		for (int i = 0; i < s->nprocs && !seen; i++)
+			seen = s->procs[i].rank == r && s->procs[i].world_size == world;
+		if (!seen)
+			return r;
+	}
+	return -1;
+}
+
+/*
+ * A rank inside NCCL setup whose connects are refused: NCCL retries them silently for
+ * NCCL_SOCKET_RETRY_CNT rounds (about a minute by default), and everyone waits meanwhile.
+ */
+void retry_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
+		    int *n, int max)
+{
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		struct finding *f;
+		char pn[48], ws[112];
+
+		if (p->exited || p->nccl_setup == SNAP_SETUP_NONE || !p->nccl_retries ||
+		    p->nccl_last_retry_ns < p->nccl_setup_since_ns ||
+		    s->now_ns - p->nccl_setup_since_ns <= cfg->stall_threshold_ns ||
+		    named_in(out, *n, p->pid) || *n >= max)
+			continue;
+		f = proc_finding(out, n, max,
+				 p->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
+								  : FINDING_RING_SETUP_BLOCKED,
+				 p, p->nccl_setup_since_ns);
+		/* the others in the same setup wait for it */
+		for (int k = 0; k < s->nprocs; k++) {
+			const struct snap_proc *w = &s->procs[k];
+
+			if (w == p || w->exited || w->nccl_setup != p->nccl_setup)
+				continue;
+			push_waiter(s, f, w->pid);
+			if (!f->peer_pid) {
+				f->peer_pid = w->pid;
+				f->peer_rank = w->rank;
+			}
+		}
+		snap_proc_name(p, p->pid, pn, sizeof(pn));
+		snprintf(f->phase, sizeof(f->phase), "%s (%s), connecting",
+			 setup_name(p->nccl_setup), p->nccl_phase[0] ? p->nccl_phase : "?");
+		waiter_list(s, f, ws, sizeof(ws));
+		snprintf(f->summary, sizeof(f->summary),
+			 "%s is blocked in NCCL %s for %.1fs: its connects to %s fail and NCCL "
+			 "retries them silently (%llu so far)%s%s",
+			 pn, setup_name(p->nccl_setup),
+			 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC,
+			 p->nccl_retry_addr ? p->nccl_retry_addr : "?",
+			 (unsigned long long)p->nccl_retries,
+			 f->nwaiters ? "; waiting for it: " : "", f->nwaiters ? ws : "");
+		add_evidence(f,
+			     "%llu connect retries (socketConnectCheck), the last to %s %.1fs ago",
+			     (unsigned long long)p->nccl_retries,
+			     p->nccl_retry_addr ? p->nccl_retry_addr : "?",
+			     (double)(s->now_ns - p->nccl_last_retry_ns) / NT_NSEC_PER_SEC);
+		add_evidence(f, "%s in NCCL %s for %.1fs, now in %s", pn, setup_name(p->nccl_setup),
+			     (double)(s->now_ns - p->nccl_setup_since_ns) / NT_NSEC_PER_SEC,
+			     p->nccl_phase[0] ? p->nccl_phase : "?");
+	}
+}
+
+/*
+ * NCCL setup blocking, which NCCL never reports: ranks inside communicator init (bootstrap)
+ * or transport setup (the lazy ring connect of the first collective) for longer than the
+ * threshold, while a rank of the same job is not in it: outside NCCL, stopped, exited, or
+ * never started. A rank busy in another NCCL phase may just be slow: no finding for it.
+ */
+/* The summary and evidence of a setup finding, its culprit (or missing rank) set. */
+static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
+			   const struct snap_proc *cul, int missing, int world, int *others,
+			   int nothers)
+{
+	char cn[64], ws[160], os[96];
+
+	waiter_list(s, f, ws, sizeof(ws));
+	if (cul) {
+		describe_culprit(cul, f);
+		snap_proc_name(cul, cul->pid, cn, sizeof(cn));
+		if (cul->exited)
+			add_evidence(f, "pid %d %s", cul->pid, f->phase);
+		else
+			add_evidence(f, "/proc/%d/stat state %c%s%s, not in NCCL %s", cul->pid,
+				     cul->state, cul->where[0] ? ", main thread in " : "",
+				     cul->where, setup_name(cls));
+	} else {
+		snprintf(f->phase, sizeof(f->phase), "never started");
+		snprintf(cn, sizeof(cn), "rank %d", missing);
+		add_evidence(f, "no traced process has RANK=%d (WORLD_SIZE=%d)", missing, world);
+	}
+	snprintf(f->summary, sizeof(f->summary),
+		 "%s wait%s in NCCL %s for %.1fs for %s, which is not in it: %s", ws,
+		 f->nwaiters > 1 ? "" : "s", setup_name(cls),
+		 (double)(s->now_ns - f->since_ns) / NT_NSEC_PER_SEC, cn, f->phase);
+	if (nothers)
+		add_evidence(f, "not in it either: rank%s %s", nothers > 1 ? "s" : "",
+			     fmt_ranges(others, nothers, os, sizeof(os)));
+	for (int k = 0; k < f->nwaiters && f->nevidence < DIAG_MAX_EVIDENCE - 1; k++) {
+		const struct snap_proc *w = snapshot_proc(s, f->waiters[k].pid);
+		char wn[48];
+
+		snap_proc_name(w, w->pid, wn, sizeof(wn));
+		add_evidence(f, "%s in NCCL %s for %.1fs%s, now in %s", wn, setup_name(cls),
+			     (double)(s->now_ns - w->nccl_setup_since_ns) / NT_NSEC_PER_SEC,
+			     w->nccl_setup_at_attach ? " at least (since the attach: its stack "
+						       "showed it inside already)"
+						     : "",
+			     w->nccl_phase[0] ? w->nccl_phase : "?");
+	}
+}
+
+void setup_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
+		    int *n, int max)
+{
+	int np = s->nprocs > 0 ? s->nprocs : 1, *others = malloc(np * sizeof(int));
+
+	for (int cls = SNAP_SETUP_INIT; cls <= SNAP_SETUP_TRANSPORT && others; cls++) {
+		const struct snap_proc *longest = NULL, *cul;
+		int world = -1, missing = -1, nothers = 0, nw = 0;
+		bool *named = named_set(s, out, *n);
+		struct finding *f;
+
+		for (int i = 0; i < s->nprocs; i++) {
+			const struct snap_proc *p = &s->procs[i];
+
+			if (p->rank < 0 || p->exited || p->nccl_setup != cls ||
+			    s->now_ns - p->nccl_setup_since_ns <= cfg->stall_threshold_ns ||
+			    (named && named[i]))
+				continue;
+			nw++;
+			if (!longest || p->nccl_setup_since_ns < longest->nccl_setup_since_ns)
+				longest = p;
+			if (p->world_size > 0)
+				world = p->world_size;
+		}
+		cul = nw ? setup_culprit(s, named, cls, world,
+					 s->now_ns > cfg->stall_threshold_ns
+						 ? s->now_ns - cfg->stall_threshold_ns
+						 : 0,
+					 others, &nothers)
+			 : NULL;
+		if (nw && !cul)
+			missing = missing_rank(s, world);
+		if (!nw || (!cul && missing < 0) || !(f = new_finding(out, n, max))) {
+			free(named);
+			continue;
+		}
+		f->since_ns = longest->nccl_setup_since_ns;
+		f->peer_pid = longest->pid;
+		f->peer_rank = longest->rank;
+		for (int i = 0; i < s->nprocs; i++) {
+			const struct snap_proc *p = &s->procs[i];
+
+			if (p->rank >= 0 && !p->exited && p->nccl_setup == cls &&
+			    s->now_ns - p->nccl_setup_since_ns > cfg->stall_threshold_ns &&
+			    !(named && named[i]))
+				push_waiter(s, f, p->pid);
+		}
+		free(named);
+		f->pid = cul ? cul->pid : 0;
+		f->rank = cul ? cul->rank : missing;
+		f->kind = !cul					   ? FINDING_PEER_DEAD
+			  : cul->exited				   ? FINDING_PEER_DEAD
+			  : cul->state == 'T' || cul->state == 't' ? FINDING_PEER_STOPPED
+			  : cls == SNAP_SETUP_INIT		   ? FINDING_INIT_BLOCKED
+								   : FINDING_RING_SETUP_BLOCKED;
+		describe_setup(s, f, cls, cul, missing, world, others, nothers);
+	}
+	free(others);
+}

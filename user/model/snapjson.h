@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A snapshot as JSON and back: everything diagnose() reads (processes with their NCCL phases,
+ * settings, stacks, NCCL log facts and verbs; connections; communicators' counters), so that
+ * another machine can diagnose it. `/state` serves it, the dump's `state` records keep it, and
+ * `watch` and a merged `report` read it back to diagnose several hosts' ranks as one job.
+ */
+#ifndef NT_SNAPJSON_H
+#define NT_SNAPJSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "model/snapshot.h"
+
+/* The snapshot as an object; times stay CLOCK_MONOTONIC of this host. */
+json_t *snapjson_from_snapshot(const struct snapshot *s);
+
+/* A snapshot read back, owning all it points to. */
+struct snapstore {
+	struct snapshot s;
+	char **strs; /* every string the snapshot points to */
+	int nstrs, capstrs;
+	void **blocks; /* every other allocation */
+	int nblocks, capblocks;
+	struct snap_index ix; /* s.ix points here once indexed */
+	bool indexed;
+};
+
+/*
+ * Read o (snapjson_from_snapshot's form) into a new store, every CLOCK_MONOTONIC time moved by
+ * shift_ns (0 stays 0: "never"), which puts it on another host's clock. NULL with the reason in
+ * err on a malformed object.
+ */
+struct snapstore *snapjson_parse(json_t *o, int64_t shift_ns, char *err, size_t errlen);
+void snapstore_free(struct snapstore *st);
+
+/* Allocations the store frees: zeroed memory, a copy of a string (NULL for NULL). */
+void *snapstore_alloc(struct snapstore *st, size_t size);
+const char *snapstore_str(struct snapstore *st, const char *s);
+
+#endif /* NT_SNAPJSON_H */

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "present/dump.h"
+#include "util/log.h"
+#include "nccltrace.h"
+
+struct dump {
+	int fd;
+	char *path;
+};
+
+int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid)
+{
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0640);
+	if (fd < 0)
+		return -errno;
+	if (chown && fchown(fd, uid, gid)) {
+		err = -errno;
+		close(fd);
+		unlink(path);
+		return err;
+	}
+	return fd;
+}
+
+int dump_create_dir(const char *path, bool chown, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	int fd, err;
+
+	if (mkdir(path, 0750))
+		return -errno;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * The one mkdir made: a writer of the parent could have put another in its place since,
+	 * and fchown (never chown on the path) gives only this one away.
+	 */
+	if (fstat(fd, &st) || st.st_uid != geteuid()) {
+		close(fd);
+		return -EEXIST;
+	}
+	if (chown && fchown(fd, uid, gid)) {
+		err = -errno;
+		close(fd);
+		rmdir(path);
+		return err;
+	}
+	return fd;
+}
+
+int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out)
+{
+	struct dump *d;
+	int fd = dump_create_file(path, chown, uid, gid);
+
+	if (fd < 0)
+		return fd;
+	d = calloc(1, sizeof(*d));
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	d->fd = fd;
+	*out = d;
+	return 0;
+}
+
+int dump__write(struct dump *d, json_t *rec)
+{
+	char *s = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
+	size_t len, off = 0;
+	int err = 0;
+
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
+	while (off < len + 1) {
+		ssize_t n = write(d->fd, s + off, len + 1 - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			break;
+		}
+		off += n;
+	}
+	free(s);
+	return err;
+}
+
+const char *dump__path(const struct dump *d)
+{
+	return d->path;
+}
+
+void dump__close(struct dump *d)
+{
+	if (!d)
+		return;
+	fsync(d->fd);
+	close(d->fd);
+	free(d->path);
+	free(d);
+}
+
+void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now)
+{
+	struct tm tm;
+	char ts[32];
+
+	localtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, len, "nccltrace-%s%s%s-%s.jsonl", host, job && *job ? "-" : "",
+		 job ? job : "", ts);
+}
+
+/* the dump whose cut last record was told of: report and html read a dump more than once */
+static char cut_warned[4096];
+
+static const char *rdzv_id(char *const *cmd, int ncmd)
+{
+	for (int i = 0; i < ncmd; i++) {
+		const char *a = cmd[i];
+
+		if (!strncmp(a, "--rdzv-id", 9) || !strncmp(a, "--rdzv_id", 9)) {
+			if (a[9] == '=')
+				return a + 10;
+			if (!a[9] && i + 1 < ncmd)
+				return cmd[i + 1];
+		}
+	}
+	return NULL;
+}
+
+void dump_job_id(char *buf, size_t len, const char *slurm_job_id, const char *run_id,
+		 char *const *cmd, int ncmd)
+{
+	const char *id = slurm_job_id && *slurm_job_id ? slurm_job_id
+			 : run_id && *run_id	       ? run_id
+						       : rdzv_id(cmd, ncmd);
+	size_t n;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (!id || !*id)
+		return;
+	snprintf(buf, len, "%s-%.48s", id == slurm_job_id ? "slurm" : "run", id);
+	for (n = 0; buf[n]; n++)
+		if (!((buf[n] >= 'a' && buf[n] <= 'z') || (buf[n] >= 'A' && buf[n] <= 'Z') ||
+		      (buf[n] >= '0' && buf[n] <= '9') || buf[n] == '.' || buf[n] == '-' ||
+		      buf[n] == '_'))
+			buf[n] = '_';
+}
+
+static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
+		      char *err, size_t errlen);
+
+int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
+	      size_t errlen)
+{
+	return read_lines(path, fn, ctx, false, err, errlen);
+}
+
+int dump_read_states(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
+		     size_t errlen)
+{
+	return read_lines(path, fn, ctx, true, err, errlen);
+}
+
+/* the line of a state record, as record_state() writes it (its "type" first) */
+static bool state_line(const char *line, size_t n)
+{
+	static const char prefix[] = "{\"type\":\"state\",";
+
+	return n > sizeof(prefix) && !memcmp(line, prefix, sizeof(prefix) - 1);
+}
+
+static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
+		      char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, rc = 0;
+	bool header = false;
+
+	err[0] = '\0';
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		json_error_t je;
+		json_t *rec;
+
+		lineno++;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = '\0';
+		else if (n > 0 && !header) {
+			snprintf(err, errlen, "%s:%d: cut short before its header", path, lineno);
+			rc = -1;
+			break;
+		} else if (n > 0) {
+			/* the dump as far as it was written (a full disk, a tracer killed while
+			 * writing): every record before the cut one is whole, so read those */
+			if (strcmp(cut_warned, path)) {
+				pr_warn("%s:%d: the last record was cut short (no end of line: the "
+					"disk was full, or the tracer was killed while writing); "
+					"reading the %d records before it\n",
+					path, lineno, lineno - 1);
+				snprintf(cut_warned, sizeof(cut_warned), "%s", path);
+			}
+			break;
+		}
+		if (n == 0 || (!states && header && state_line(line, (size_t)n)))
+			continue;
+		if (memchr(line, '\0', n)) {
+			snprintf(err, errlen, "%s:%d: binary data, not a JSON record", path,
+				 lineno);
+			rc = -1;
+			break;
+		}
+		rec = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
+		if (!rec || !json_is_object(rec)) {
+			snprintf(err, errlen, "%s:%d: not a JSON object%s%s", path, lineno,
+				 rec ? "" : ": ", rec ? "" : je.text);
+			json_decref(rec);
+			rc = -1;
+			break;
+		}
+		/* the first record, even after blank lines */
+		if (!header) {
+			json_t *v = json_object_get(rec, "nccltrace");
+
+			if (!json_is_integer(v)) {
+				snprintf(err, errlen, "%s:%d: not an nccltrace dump (no header)",
+					 path, lineno);
+				json_decref(rec);
+				rc = -1;
+				break;
+			}
+			if (json_integer_value(v) > NT_DUMP_FORMAT) {
+				snprintf(err, errlen,
+					 "%s:%d: dump format %lld is newer than this nccltrace "
+					 "reads (%d)",
+					 path, lineno, (long long)json_integer_value(v),
+					 NT_DUMP_FORMAT);
+				json_decref(rec);
+				rc = -1;
+				break;
+			}
+			header = true;
+		}
+		rc = fn(ctx, rec, lineno);
+		json_decref(rec);
+		if (rc) {
+			if (!err[0])
+				snprintf(err, errlen, "%s:%d: invalid record", path, lineno);
+			rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && !header) {
+		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);
+		rc = -1;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace dump: JSON Lines, one record per line, each written with a single write(2) so a
+ * killed tracer still leaves a readable file. First line a header, last line a footer.
+ */
+#ifndef NT_DUMP_H
+#define NT_DUMP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct dump;
+
+/*
+ * Create path exclusively (never following a symlink, never overwriting), mode 0640, owned by
+ * uid:gid when chown is set. 0 or -errno.
+ */
+int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump **out);
+/* The same file creation, for the job's output log: the fd (appending), or -errno. */
+int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid);
+/*
+ * The same for a directory (mode 0750; never an existing one, never through a symlink): an fd
+ * on it, or -errno.
+ */
+int dump_create_dir(const char *path, bool chown, uid_t uid, gid_t gid);
+/* Append one record. 0 or -errno. */
+int dump__write(struct dump *d, json_t *rec);
+const char *dump__path(const struct dump *d);
+void dump__close(struct dump *d);
+
+/* "nccltrace-HOST-YYYYmmdd-HHMMSS.jsonl", "nccltrace-HOST-JOB-YYYYmmdd-HHMMSS.jsonl" (job not "") */
+void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now);
+/*
+ * The job a dump belongs to, so that one job's dumps (one per host) are found together:
+ * "slurm-SLURM_JOB_ID", else "run-TORCHELASTIC_RUN_ID", else "run-ID" of the command's
+ * --rdzv-id/--rdzv_id (torchrun), else "". Characters other than [A-Za-z0-9._-] become '_'.
+ */
+void dump_job_id(char *buf, size_t len, const char *slurm_job_id, const char *run_id,
+		 char *const *cmd, int ncmd);
+
+/*
+ * Read a dump, calling fn for each record (the record is freed after fn returns). Stops at the
+ * first line that is not a JSON object, at a missing or wrong header, or when fn returns
+ * non-zero: -1 with "PATH:LINE: what is wrong" in err. 0 on success.
+ */
+int dump_read(const char *path, int (*fn)(void *ctx, json_t *rec, int line), void *ctx, char *err,
+	      size_t errlen);
+/*
+ * dump_read() passes over the `state` records (the whole snapshot each second, which only a
+ * merged report reads: they are most of a dump) without parsing them; this one gives them too.
+ */
+int dump_read_states(const char *path, int (*fn)(void *ctx, json_t *rec, int line), void *ctx,
+		     char *err, size_t errlen);
+
+#endif /* NT_DUMP_H */

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "present/dumpconns.h"
+#include "util/grow.h"
+
+static struct dump_conn *get(struct dump_conns *d, const char *id)
+{
+	for (int k = 0; k < d->n; k++)
+		if (!strcmp(d->v[k].id, id))
+			return &d->v[k];
+	if (grow(&d->v, &d->cap, d->n, sizeof(*d->v), 64))
+		return NULL;
+	memset(&d->v[d->n], 0, sizeof(d->v[0]));
+	snprintf(d->v[d->n].id, sizeof(d->v[0].id), "%s", id);
+	return &d->v[d->n++];
+}
+
+int dump_conns_update(struct dump_conns *d, json_t *snapshot)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(json_object_get(snapshot, "conns"), i, v)
+	{
+		const char *id = json_string_value(json_object_get(v, "id"));
+		struct dump_conn *c;
+
+		if (!id || json_is_true(json_object_get(v, "listener")))
+			continue;
+		c = get(d, id);
+		if (!c)
+			return -ENOMEM;
+		c->pid = (int)json_integer_value(json_object_get(v, "pid"));
+		c->sent = json_integer_value(json_object_get(v, "bytes_sent"));
+		c->recv = json_integer_value(json_object_get(v, "bytes_recv"));
+		c->retrans = json_integer_value(json_object_get(v, "retrans"));
+	}
+	return 0;
+}
+
+struct dump_conn_sum dump_conns_of(const struct dump_conns *d, int pid)
+{
+	struct dump_conn_sum s = {0};
+
+	for (int k = 0; k < d->n; k++)
+		if (d->v[k].pid == pid) {
+			s.conns++;
+			s.sent += d->v[k].sent;
+			s.recv += d->v[k].recv;
+			s.retrans += d->v[k].retrans;
+		}
+	return s;
+}
+
+void dump_conns_free(struct dump_conns *d)
+{
+	free(d->v);
+	memset(d, 0, sizeof(*d));
+}

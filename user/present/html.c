@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "util/exits.h"
+#include "present/convert.h"
+#include "present/dump.h"
+#include "present/convertmerge.h"
+#include "present/html.h"
+
+#define MAX_LANES 4 /* nesting depths drawn per rank */
+
+static int collect_events(void *ctx, json_t *rec, int line)
+{
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	(void)line;
+	if (type && !strcmp(type, "finding"))
+		json_array_append_new(ctx, json_pack("{s:O,s:O,s:O,s:O?,s:O?}", "id",
+						     json_object_get(rec, "id"), "event",
+						     json_object_get(rec, "event"), "ts_ns",
+						     json_object_get(rec, "ts_ns"), "since_s",
+						     json_object_get(rec, "since_s"), "rank",
+						     json_object_get(rec, "rank")));
+	return 0;
+}
+
+/* One pass per part of the page (ranks, slices, stall spans, findings), in the page's order. */
+json_t *html_data(json_t *report, json_t *trace, json_t *finding_events)
+{
+	json_t *ranks = json_object_get(report, "ranks"),
+	       *ev = json_object_get(trace, "traceEvents");
+	json_t *out = json_object(), *rows = json_array(), *slices = json_array(),
+	       *stalls = json_array(), *e, *r;
+	double end_s = 0,
+	       start_ns = (double)json_integer_value(json_object_get(report, "start_ns"));
+	size_t i, k;
+
+	/* the end of the trace: the last event */
+	json_array_foreach(ev, i, e)
+	{
+		double t = (json_number_value(json_object_get(e, "ts")) +
+			    json_number_value(json_object_get(e, "dur"))) /
+			   1e6;
+
+		end_s = t > end_s ? t : end_s;
+	}
+	json_array_foreach(ranks, k, r)
+	{
+		json_int_t rank = json_integer_value(json_object_get(r, "rank"));
+		json_int_t pid = json_integer_value(json_object_get(r, "pid"));
+		double open[MAX_LANES + 8];
+		int depth = 0;
+
+		json_array_append_new(rows, json_pack("{s:I,s:I,s:O?}", "rank", rank, "pid", pid,
+						      "ended", json_object_get(r, "ended")));
+		/* the main thread's phases, with their nesting depth (slices come in time order) */
+		json_array_foreach(ev, i, e)
+		{
+			double ts, dur;
+
+			if (strcmp(json_string_value(json_object_get(e, "ph")), "X") ||
+			    json_integer_value(json_object_get(e, "pid")) != rank ||
+			    json_integer_value(json_object_get(e, "tid")) != pid)
+				continue;
+			ts = json_number_value(json_object_get(e, "ts")) / 1e6;
+			dur = json_number_value(json_object_get(e, "dur")) / 1e6;
+			while (depth > 0 && open[depth - 1] <= ts)
+				depth--;
+			if (depth < MAX_LANES)
+				json_array_append_new(
+					slices, json_pack("[I,f,f,i,O]", (json_int_t)k, ts, dur,
+							  depth, json_object_get(e, "name")));
+			if (depth < (int)(sizeof(open) / sizeof(open[0])))
+				open[depth++] = ts + dur;
+		}
+	}
+	/* each finding's span: from when the wait began to its close (or the end) */
+	json_array_foreach(finding_events, i, e)
+	{
+		json_t *f;
+		double s, t_end = end_s;
+		json_int_t id = json_integer_value(json_object_get(e, "id"));
+		int row = -1;
+
+		if (strcmp(json_string_value(json_object_get(e, "event")), "open"))
+			continue;
+		s = ((double)json_integer_value(json_object_get(e, "ts_ns")) - start_ns) / 1e9 -
+		    json_number_value(json_object_get(e, "since_s"));
+		json_array_foreach(finding_events, k,
+				   f) if (json_integer_value(json_object_get(f, "id")) == id &&
+					  !strcmp(json_string_value(json_object_get(f, "event")),
+						  "close")) t_end =
+			((double)json_integer_value(json_object_get(f, "ts_ns")) - start_ns) / 1e9;
+		json_array_foreach(ranks, k,
+				   r) if (json_is_integer(json_object_get(e, "rank")) &&
+					  json_integer_value(json_object_get(r, "rank")) ==
+						  json_integer_value(json_object_get(e, "rank")))
+			row = (int)k;
+		json_array_append_new(stalls,
+				      json_pack("[i,f,f,I]", row, s < 0 ? 0 : s, t_end, id));
+		end_s = t_end > end_s ? t_end : end_s;
+	}
+	/* the axis runs to the last thing drawn: a span or a rank's end past the last slice */
+	json_array_foreach(ranks, k,
+			   r) if (json_number_value(json_object_get(r, "ended_s")) > end_s) end_s =
+		json_number_value(json_object_get(r, "ended_s"));
+	json_object_set_new(out, "end_s", json_real(end_s));
+	json_object_set_new(out, "ranks", rows);
+	json_object_set_new(out, "slices", slices);
+	json_object_set_new(out, "stalls", stalls);
+	json_object_set(out, "findings", json_object_get(report, "findings"));
+	json_object_set(out, "cmd", json_object_get(report, "cmd"));
+	json_object_set(out, "host", json_object_get(report, "host"));
+	json_object_set(out, "exit_status", json_object_get(report, "exit_status"));
+	return out;
+}
+
+static const char page_head[] =
+	"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	"<meta name=\"generator\" content=\"nccltrace\">\n<title>nccltrace report</title>\n"
+	"<style>\n"
+	"body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222;background:#fff}\n"
+	"h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:18px 0 6px}\n"
+	".meta{color:#555;margin:0 0 12px;font-family:monospace}\n"
+	"#timeline{position:relative;border:1px solid #ccc}\n"
+	".row{position:relative;height:56px;border-top:1px solid #eee}\n"
+	".row:first-of-type{border-top:0}\n"
+	".label{position:absolute;left:0;top:0;width:150px;height:100%;padding:4px 6px;"
+	"box-sizing:border-box;background:#fafafa;border-right:1px solid "
+	"#ddd;font-family:monospace}\n"
+	".track{position:absolute;left:150px;right:0;top:0;bottom:0}\n"
+	".slice{position:absolute;height:11px;min-width:1px;border-radius:2px;opacity:.9}\n"
+	".stall{position:absolute;top:0;bottom:0;background:rgba(220,0,0,.18);"
+	"border-left:2px solid #d00;border-right:2px solid #d00;cursor:pointer}\n"
+	".stall.global{background:rgba(220,120,0,.12)}\n"
+	".axis{position:relative;height:18px;margin-left:150px;font-size:11px;color:#666}\n"
+	".tick{position:absolute;top:0;border-left:1px solid #bbb;padding-left:2px}\n"
+	".finding{border:1px solid #ddd;border-left:4px solid #d00;padding:6px 10px;margin:6px 0}\n"
+	".finding.closed{border-left-color:#aaa}\n"
+	".finding .k{font-weight:600}.finding ul{margin:4px 0 0 18px;padding:0}\n"
+	".finding .hyp{color:#333;font-style:italic}.finding .stk{color:#666;cursor:help}\n"
+	".legend span{display:inline-block;margin-right:12px}"
+	".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\n"
+	"</style></head><body>\n"
+	"<h1>nccltrace report</h1>\n<p class=\"meta\" id=\"meta\"></p>\n"
+	"<div class=\"axis\" id=\"axis\"></div>\n<div id=\"timeline\"></div>\n"
+	"<p class=\"legend\" id=\"legend\"></p>\n"
+	"<h2>Findings</h2>\n<div id=\"findings\"></div>\n"
+	"<script id=\"data\" type=\"application/json\">";
+
+static const char page_tail[] =
+	"</script>\n<script>\n"
+	"'use strict';\n"
+	"const D = JSON.parse(document.getElementById('data').textContent);\n"
+	"const el = (t, c, txt) => { const e = document.createElement(t); if (c) e.className = c;"
+	" if (txt !== undefined) e.textContent = txt; return e; };\n"
+	"const color = s => { let h = 0; for (const c of s) h = (h * 31 + c.charCodeAt(0)) >>> 0;"
+	" return 'hsl(' + (h % 360) + ',55%,55%)'; };\n"
+	"const pct = t => (100 * t / Math.max(D.end_s, 1e-9)) + '%';\n"
+	"const fmt = s => s < 1 ? (s * 1000).toFixed(1) + ' ms' : s < 120 ? s.toFixed(2) + ' s' :"
+	" (s / 60).toFixed(1) + ' min';\n"
+	"document.getElementById('meta').textContent = (D.cmd || []).join(' ') + '  \\u2014  host '"
+	" + (D.host || '?') + ', ' + fmt(D.end_s) + ' traced, exit status ' +"
+	" (D.exit_status === undefined ? '(none: the tracer did not finish)' : D.exit_status);\n"
+	"const tl = document.getElementById('timeline'), rows = [];\n"
+	"D.ranks.forEach(r => { const row = el('div', 'row'); row.dataset.rank = r.rank;"
+	" const lab = el('div', 'label', 'rank ' + r.rank); lab.appendChild(el('br'));"
+	" lab.appendChild(el('small', null, 'pid ' + r.pid + (r.ended ? ', ' + r.ended : '')));"
+	" row.appendChild(lab); const tr = el('div', 'track'); row.appendChild(tr);"
+	" tl.appendChild(row); rows.push(tr); });\n"
+	"const names = new Set();\n"
+	"D.slices.forEach(([r, s, d, depth, name]) => { const e = el('div', 'slice');"
+	" e.style.left = pct(s); e.style.width = pct(d); e.style.top = (4 + 12 * depth) + 'px';"
+	" e.style.background = color(name); e.title = name + ': ' + fmt(d) + ' from ' + fmt(s);"
+	" rows[r].appendChild(e); names.add(name); });\n"
+	"D.stalls.forEach(([r, s, t, id]) => { const f = D.findings.find(x => x.id === id) || {};"
+	" const e = el('div', 'stall' + (r < 0 ? ' global' : '')); e.dataset.finding = id;"
+	" e.style.left = pct(s); e.style.width = pct(Math.max(t - s, 0));"
+	" e.title = (f.kind || '') + ': ' + (f.summary || '');"
+	" e.onclick = () => document.getElementById('f' + id).scrollIntoView();"
+	" if (r >= 0) rows[r].appendChild(e); else { e.style.position = 'absolute';"
+	" tl.appendChild(e); } });\n"
+	"const ax = document.getElementById('axis'), step = (() => { const t = D.end_s / 8;"
+	" const p = Math.pow(10, Math.floor(Math.log10(Math.max(t, 1e-6))));"
+	" return [1, 2, 5, 10].map(m => m * p).find(m => m >= t); })();\n"
+	"for (let t = 0; t <= D.end_s; t += step) { const k = el('div', 'tick', fmt(t));"
+	" k.style.left = pct(t); ax.appendChild(k); }\n"
+	"const lg = document.getElementById('legend');"
+	" [...names].sort().forEach(n => { const s = el('span'); const i = el('i');"
+	" i.style.background = color(n); s.appendChild(i); "
+	"s.appendChild(document.createTextNode(n));"
+	" lg.appendChild(s); });\n"
+	"const fl = document.getElementById('findings');\n"
+	"if (!D.findings.length) fl.appendChild(el('p', null, 'None: no rank waited on another"
+	" longer than the threshold.'));\n"
+	/* a finding's stacks, as its box's hover text: each thread's Python frames (merged with
+	 * the native ones where they were), then its native frames, innermost first */
+	"function stacksText(f) { return (f.stacks || []).map(s => { const py = s.python || {};"
+	" const nat = (s.frames || []).map(x => x.symbol || ((x.module || '').split('/').pop() +"
+	" '+0x' + (x.offset || 0).toString(16) + (x.near ? ' (near ' + x.near + ')' : '')));"
+	" return 'stack of the ' + s.role + ', pid ' + s.pid + ' thread ' + s.tid +"
+	" (s.syscall ? ', blocked in ' + s.syscall : '') + ':' +"
+	" (py.error ? '\\n  python: ' + py.error : '') +"
+	" (py.text ? '\\n  ' + py.text : '') +"
+	" (py.frames || []).map(p => '\\n  py ' + p.file + ':' + p.line + ' ' + p.func).join('') +"
+	" nat.map(n => '\\n  ' + n).join(''); }).join('\\n'); }\n"
+	"D.findings.forEach(f => { const b = el('div', 'finding' + (f.event === 'close' ? ' closed'"
+	" : '')); b.id = 'f' + f.id; const h = el('div'); h.appendChild(el('span', 'k',"
+	" (f.kind || '').toUpperCase() + (f.rank !== null && f.rank !== undefined ? ' rank ' +"
+	" f.rank : '') + ' '));"
+	" h.appendChild(document.createTextNode(fmt(f.since_s || 0) + ': ' + f.summary));"
+	" const st = stacksText(f); if (st) { b.title = st; h.appendChild(el('span', 'stk',"
+	" ' [stacks on hover]')); }"
+	" b.appendChild(h); const ul = el('ul'); (f.evidence || []).forEach(x =>"
+	" ul.appendChild(el('li', null, x))); (f.hypotheses || []).forEach((x, i) =>"
+	" ul.appendChild(el('li', 'hyp', (i ? 'or: ' : 'likely: ') + x))); b.appendChild(ul);"
+	" fl.appendChild(b); });\n"
+	"</script>\n</body></html>\n";
+
+/* the page of report, its trace and finding events (all taken over) */
+static int write_page(const char *out, json_t *report, json_t *trace, json_t *events, char *err,
+		      size_t errlen)
+{
+	json_t *data = html_data(report, trace, events);
+	char *js;
+	FILE *f;
+	int fd, bad;
+
+	json_decref(trace);
+	json_decref(events);
+	/* escaped slashes: no "</script>" can end the data early */
+	js = json_dumps(data, JSON_COMPACT | JSON_ESCAPE_SLASH);
+	json_decref(data);
+	if (!js) {
+		snprintf(err, errlen, "out of memory");
+		return EXIT_OSERR;
+	}
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		snprintf(err, errlen, "cannot write %s: %s", out, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(js);
+		return EXIT_CANTCREAT;
+	}
+	bad = fputs(page_head, f) < 0 || fputs(js, f) < 0 || fputs(page_tail, f) < 0;
+	free(js);
+	if (fclose(f) || bad) {
+		snprintf(err, errlen, "cannot write %s", out);
+		return EXIT_IOERR;
+	}
+	return 0;
+}
+
+int html_write(const char *out, json_t *report, const char *dump, char *err, size_t errlen)
+{
+	json_t *trace = convert_dump(dump, true, err, errlen), *events = json_array();
+
+	if (!trace) {
+		json_decref(events);
+		return EXIT_DATAERR;
+	}
+	if (dump_read(dump, collect_events, events, err, errlen)) {
+		json_decref(trace);
+		json_decref(events);
+		return EXIT_DATAERR;
+	}
+	return write_page(out, report, trace, events, err, errlen);
+}
+
+int html_write_merged(const char *out, json_t *report, char **dumps, int n, char *err,
+		      size_t errlen)
+{
+	json_t *trace = convert_dumps(dumps, n, true, err, errlen), *events = json_array(), *f;
+	size_t i;
+
+	if (!trace) {
+		json_decref(events);
+		return EXIT_DATAERR;
+	}
+	/* each merged finding's span: its latest record says when the wait began, and its close */
+	json_array_foreach(json_object_get(report, "findings"), i, f)
+	{
+		json_t *ev = json_pack("{s:O,s:s,s:O,s:O,s:O?}", "id", json_object_get(f, "id"),
+				       "event", "open", "ts_ns", json_object_get(f, "ts_ns"),
+				       "since_s", json_object_get(f, "since_s"), "rank",
+				       json_object_get(f, "rank"));
+
+		json_array_append_new(events, ev);
+		if (!strcmp(json_string_value(json_object_get(f, "event")) ?: "", "close")) {
+			ev = json_deep_copy(ev);
+			json_object_set_new(ev, "event", json_string("close"));
+			json_array_append_new(events, ev);
+		}
+	}
+	return write_page(out, report, trace, events, err, errlen);
+}

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The records of a live trace dump (README, "The trace dump"): the header, process and
+ * connection events, rank identities, NCCL libraries and attachments, snapshots, quiet-mode
+ * switches and the footer. Each builder returns a new JSON object for dump__write().
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "model/snapjson.h"
+#include "present/records.h"
+#include "util/fmt.h"
+
+json_t *record_conn(const struct snap_conn *sc, uint64_t now, const char *label)
+{
+	const struct nt_conn *c = &sc->c;
+	char a[64];
+	json_t *o = json_object();
+
+#define AGE(t) ((t) ? json_real((double)(now - (t)) / 1e9) : json_null())
+	snprintf(a, sizeof(a), "%llx", (unsigned long long)sc->id);
+	json_object_set_new(o, "id", json_string(a));
+	json_object_set_new(o, "pid", json_integer(sc->pid));
+	json_object_set_new(o, "tid", json_integer(c->tid));
+	json_object_set_new(o, "peer_pid",
+			    sc->peer_pid > 0 ? json_integer(sc->peer_pid) : json_null());
+	json_object_set_new(o, "src", json_string(fmt_endpoint(&c->t, 1, a, sizeof(a))));
+	json_object_set_new(o, "dst", json_string(fmt_endpoint(&c->t, 0, a, sizeof(a))));
+	json_object_set_new(o, "state", json_string(fmt_tcp_state(c->state)));
+	json_object_set_new(o, "listener", json_boolean(c->flags & NT_CONN_LISTENER));
+	json_object_set_new(o, "bytes_sent", json_integer(c->bytes_sent));
+	json_object_set_new(o, "bytes_recv", json_integer(c->bytes_recv));
+	json_object_set_new(o, "send_calls", json_integer(c->send_calls));
+	json_object_set_new(o, "recv_calls", json_integer(c->recv_calls));
+	json_object_set_new(o, "send_eagain", json_integer(c->send_eagain));
+	json_object_set_new(o, "recv_eagain", json_integer(c->recv_eagain));
+	json_object_set_new(o, "recv_eof", json_integer(c->recv_eof));
+	json_object_set_new(o, "errors", json_integer(c->send_err + c->recv_err));
+	json_object_set_new(o, "retrans", json_integer(c->retrans));
+	json_object_set_new(o, "syn_retrans", json_integer(c->syn_retrans));
+	json_object_set_new(o, "resets", json_integer(c->resets));
+	json_object_set_new(o, "srtt_us", json_integer(c->srtt_us));
+	json_object_set_new(o, "snd_cwnd", json_integer(c->snd_cwnd));
+	json_object_set_new(o, "send_q", json_integer(c->send_q));
+	json_object_set_new(o, "recv_q", json_integer(c->recv_q));
+	json_object_set_new(o, "last_send_age_s", AGE(c->last_send_ns));
+	json_object_set_new(o, "last_recv_age_s", AGE(c->last_recv_ns));
+	json_object_set_new(o, "blocked",
+			    sc->blocked == SNAP_BLOCK_RECV   ? json_string("recv")
+			    : sc->blocked == SNAP_BLOCK_SEND ? json_string("send")
+							     : json_null());
+	json_object_set_new(o, "closed", json_boolean(sc->closed));
+	if (label)
+		json_object_set_new(o, "nccl", json_string(label));
+	if (c->nccl_phase && nccl_probe(c->nccl_phase))
+		json_object_set_new(o, "nccl_phase", json_string(nccl_probe(c->nccl_phase)->name));
+#undef AGE
+	return o;
+}
+
+json_t *record_proc_event(const struct nt_ev_proc *e, const char *what)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("proc"));
+	json_object_set_new(o, "event", json_string(what));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)e->h.ts_ns));
+	json_object_set_new(o, "pid", json_integer(e->pid));
+	json_object_set_new(o, "ppid", json_integer(e->ppid));
+	json_object_set_new(o, "comm", json_stringn(e->comm, strnlen(e->comm, NT_COMM_LEN)));
+	if (e->h.type == NT_EV_EXIT) {
+		json_object_set_new(o, "exit_code",
+				    WIFEXITED(e->exit_code)
+					    ? json_integer(WEXITSTATUS(e->exit_code))
+					    : json_null());
+		json_object_set_new(o, "signal",
+				    WIFSIGNALED(e->exit_code) ? json_integer(WTERMSIG(e->exit_code))
+							      : json_null());
+	}
+	return o;
+}
+
+json_t *record_conn_event(const struct nt_ev_conn *e, const char *label)
+{
+	const struct nt_ev_hdr *h = &e->h;
+	struct snap_conn sc = {.id = e->sk, .c = e->c, .pid = e->c.tgid, .peer_pid = -1};
+	json_t *o = record_conn(&sc, h->ts_ns, label);
+
+	json_object_set_new(o, "type",
+			    json_string(h->type == NT_EV_CONN_STATE ? "conn_state"
+					: h->type == NT_EV_RETRANS  ? "retrans"
+								    : "reset"));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)h->ts_ns));
+	json_object_set_new(o, "old", json_string(fmt_tcp_state(e->oldstate)));
+	json_object_set_new(o, "new", json_string(fmt_tcp_state(e->newstate)));
+	return o;
+}
+
+json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns)
+{
+	json_t *rec = json_object(), *procs = json_array(), *conns = json_array();
+
+	for (int i = 0; i < snap->nprocs; i++) {
+		const struct snap_proc *p = &snap->procs[i];
+		json_t *o = json_object();
+		char st[2] = {p->state, 0};
+
+		json_object_set_new(o, "pid", json_integer(p->pid));
+		json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
+		json_object_set_new(o, "comm", json_string(p->comm));
+		json_object_set_new(o, "state", json_string(st));
+		json_object_set_new(o, "where", json_string(p->where));
+		json_object_set_new(o, "cpu_busy", json_real((double)p->cpu_busy_ns / 1e9));
+		if (ns) {
+			json_t *n = nccl_state__proc_json(ns, p->pid, snap->now_ns);
+
+			if (n)
+				json_object_set_new(o, "nccl", n);
+		}
+		json_array_append_new(procs, o);
+	}
+	for (int i = 0; i < snap->nconns; i++)
+		if (!snap->conns[i].closed || snap->conns[i].closed_ns > last_ns)
+			json_array_append_new(
+				conns,
+				record_conn(&snap->conns[i], snap->now_ns,
+					    ns ? nccl_state__socket_label(ns, snap->conns[i].pid,
+									  snap->conns[i].c.ino)
+					       : NULL));
+	json_object_set_new(rec, "type", json_string("snapshot"));
+	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)snap->now_ns));
+	json_object_set_new(rec, "procs", procs);
+	json_object_set_new(rec, "conns", conns);
+	return rec;
+}
+
+/* a rank whose connections have moved bytes, none of them within the last second */
+static bool rank_silent(const struct snapshot *s, int i)
+{
+	const struct snap_proc *p = &s->procs[i];
+	uint64_t last = 0;
+	int n = 0;
+	const int *ci = s->ix ? snapshot_conns_of(s, i, &n) : NULL;
+
+	if (p->rank < 0 || p->exited)
+		return false;
+	for (int k = 0; k < (ci ? n : s->nconns); k++) {
+		const struct snap_conn *c = &s->conns[ci ? ci[k] : k];
+
+		if (c->pid != p->pid || c->closed || (c->c.flags & NT_CONN_LISTENER))
+			continue;
+		if (c->c.last_send_ns > last)
+			last = c->c.last_send_ns;
+		if (c->c.last_recv_ns > last)
+			last = c->c.last_recv_ns;
+	}
+	return last && s->now_ns - last >= NT_NSEC_PER_SEC;
+}
+
+bool record_state_due(const struct snapshot *s, int open_findings, uint64_t last_ns)
+{
+	uint64_t age = s->now_ns - last_ns;
+
+	if (!last_ns || age >= 30 * NT_NSEC_PER_SEC)
+		return true;
+	if (age < NT_NSEC_PER_SEC)
+		return false;
+	if (open_findings)
+		return true;
+	/* quiet mode: connections count nothing, and every communicator moves */
+	if (s->tcp_quiet)
+		return false;
+	for (int i = 0; i < s->nprocs; i++)
+		if (rank_silent(s, i))
+			return true;
+	return false;
+}
+
+json_t *record_state(const struct snapshot *snap)
+{
+	return json_pack("{s:s, s:I, s:o}", "type", "state", "ts_ns", (json_int_t)snap->now_ns,
+			 "state", snapjson_from_snapshot(snap));
+}
+
+json_t *record_identity(int pid, const struct model_proc_info *pi, uint64_t now)
+{
+	json_t *rec = json_object(), *env = json_object();
+
+	for (int i = 0; i < pi->nenv; i++)
+		json_object_set_new(env, pi->env[i].key, json_string(pi->env[i].val));
+	json_object_set_new(rec, "type", json_string("rank"));
+	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)now));
+	json_object_set_new(rec, "pid", json_integer(pid));
+	json_object_set_new(rec, "rank", json_integer(pi->ri.rank));
+	json_object_set_new(rec, "rank_source", json_string(pi->ri.source));
+	json_object_set_new(rec, "local_rank",
+			    pi->ri.local_rank >= 0 ? json_integer(pi->ri.local_rank) : json_null());
+	json_object_set_new(rec, "world_size",
+			    pi->ri.world_size >= 0 ? json_integer(pi->ri.world_size) : json_null());
+	json_object_set_new(rec, "master_addr",
+			    pi->ri.master_addr[0] ? json_string(pi->ri.master_addr) : json_null());
+	json_object_set_new(rec, "master_port",
+			    pi->ri.master_port >= 0 ? json_integer(pi->ri.master_port)
+						    : json_null());
+	json_object_set_new(rec, "env", env);
+	return rec;
+}
+
+json_t *record_nccl_lib(int slot, const struct nccl_lib *lib, uint64_t now)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("nccl_lib"));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now));
+	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(
+		o, "kind", json_string(lib->offs.lib_kind == NT_LIB_VERBS ? "libibverbs" : "nccl"));
+	json_object_set_new(o, "path", json_string(lib->path));
+	json_object_set_new(o, "version", json_string(lib->version));
+	json_object_set_new(o, "build_id", json_string(lib->build_id));
+	json_object_set_new(o, "offsets", json_string(nccl_offsets_source_name(lib->offs_src)));
+	json_object_set_new(o, "probes_resolved", json_integer(lib->resolved));
+	json_object_set_new(o, "core_missing", json_integer(lib->missing_core));
+	return o;
+}
+
+json_t *record_nccl_attach(int pid, int slot, int nprobes, int nfailed, uint64_t now)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "type", json_string("nccl_attach"));
+	json_object_set_new(o, "ts_ns", json_integer((json_int_t)now));
+	json_object_set_new(o, "pid", json_integer(pid));
+	json_object_set_new(o, "slot", json_integer(slot));
+	json_object_set_new(o, "probes", json_integer(nprobes));
+	json_object_set_new(o, "failed", json_integer(nfailed));
+	return o;
+}
+
+json_t *record_tcp_hooks(uint64_t now, bool on, const char *why)
+{
+	return json_pack("{s:s, s:I, s:b, s:s}", "type", "tcp_hooks", "ts_ns", (json_int_t)now,
+			 "on", on, "why", why);
+}
+
+json_t *record_header(const struct record_header *hd)
+{
+	json_t *h = json_object(), *cmd = json_array();
+
+	for (int i = 0; i < hd->ncmd; i++)
+		json_array_append_new(cmd, json_string(hd->cmd[i]));
+	json_object_set_new(h, "nccltrace", json_integer(NT_DUMP_FORMAT));
+	json_object_set_new(h, "version", json_string(NT_VERSION));
+	json_object_set_new(h, "host", json_string(hd->host));
+	/* ts_ns fields are CLOCK_MONOTONIC (bpf_ktime_get_ns); add this to get wall-clock time */
+	json_object_set_new(h, "boot_to_realtime_ns",
+			    json_integer((json_int_t)(hd->realtime_ns - hd->mono_ns)));
+	json_object_set_new(h, "clock", json_string("CLOCK_MONOTONIC"));
+	json_object_set_new(h, "start_ns", json_integer((json_int_t)hd->mono_ns));
+	json_object_set_new(h, "cmd", cmd);
+	if (hd->ifaces)
+		json_object_set_new(h, "ifaces", json_string(hd->ifaces));
+	if (hd->loopback && hd->loopback[0])
+		json_object_set_new(h, "loopback", json_string(hd->loopback));
+	json_object_set_new(h, "tracer_pid", json_integer(hd->tracer_pid));
+	json_object_set_new(h, "attach_mode", json_string(hd->attach_mode));
+	json_object_set_new(h, "attach_notes", json_string(hd->attach_notes));
+	json_object_set_new(h, "missing_hooks", json_string(hd->missing_hooks));
+	json_object_set_new(h, "stall_threshold_s", json_real(hd->stall_threshold_s));
+	/* loading (and verifying) the BPF programs; the footer's tracer_cpu_s includes it */
+	json_object_set_new(h, "setup_cpu_s", json_real(hd->setup_cpu_s));
+	if (hd->env) {
+		json_t *env = json_object();
+
+		for (int i = 0; i < hd->env->n; i++)
+			json_object_set_new(env, hd->env->v[i].name,
+					    json_string(hd->env->v[i].value));
+		json_object_set_new(h, "job_env", env);
+		if (hd->env->nnotes) {
+			json_t *notes = json_array();
+
+			for (int i = 0; i < hd->env->nnotes; i++)
+				json_array_append_new(notes, json_string(hd->env->notes[i]));
+			json_object_set_new(h, "job_env_notes", notes);
+		}
+	}
+	return h;
+}
+
+json_t *record_footer(const uint64_t stats[NT_STAT_MAX], uint64_t nfindings, double cpu_s,
+		      int exit_status, uint64_t now)
+{
+	json_t *f = json_object(), *lost = json_object(), *tot = json_object();
+
+	json_object_set_new(lost, "ringbuf_drops", json_integer(stats[NT_STAT_RB_DROP]));
+	json_object_set_new(lost, "conns_map_full", json_integer(stats[NT_STAT_CONN_FULL]));
+	json_object_set_new(lost, "traced_map_full", json_integer(stats[NT_STAT_TRACED_FULL]));
+	json_object_set_new(tot, "send_events", json_integer(stats[NT_STAT_SEND_EVENTS]));
+	json_object_set_new(tot, "recv_events", json_integer(stats[NT_STAT_RECV_EVENTS]));
+	json_object_set_new(tot, "state_events", json_integer(stats[NT_STAT_STATE_EVENTS]));
+	json_object_set_new(tot, "tcp_probe_events", json_integer(stats[NT_STAT_PROBE_EVENTS]));
+	json_object_set_new(tot, "findings", json_integer(nfindings));
+	json_object_set_new(tot, "tracer_cpu_s", json_real(cpu_s));
+	json_object_set_new(f, "type", json_string("footer"));
+	json_object_set_new(f, "ts_ns", json_integer((json_int_t)now));
+	json_object_set_new(f, "exit_status", json_integer(exit_status));
+	json_object_set_new(f, "lost", lost);
+	json_object_set_new(f, "totals", tot);
+	return f;
+}
+
+bool record_conn_event_kept(unsigned int type, const struct nt_ev_conn *e)
+{
+	return type != NT_EV_RETRANS || e->c.state != 1 /* TCP_ESTABLISHED */ ||
+	       e->c.retrans <= 8 || e->c.retrans % 64 == 0;
+}
+
+#define SNAPSHOT_BUSY_NS NT_NSEC_PER_SEC
+#define SNAPSHOT_CALM_NS (10 * NT_NSEC_PER_SEC)
+#define CALM_AFTER_NS	 (60 * NT_NSEC_PER_SEC)
+
+uint64_t record_snapshot_every(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy)
+{
+	if (busy || now - start_ns < CALM_AFTER_NS ||
+	    (last_change_ns && now - last_change_ns < CALM_AFTER_NS))
+		return SNAPSHOT_BUSY_NS;
+	return SNAPSHOT_CALM_NS;
+}

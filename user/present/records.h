@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The records of a live trace dump, built from what the engine holds: each a new JSON object
+ * (README, "The trace dump", lists the types and fields).
+ */
+#ifndef NT_RECORDS_H
+#define NT_RECORDS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include "model/model.h"
+#include "model/snapshot.h"
+#include "nccl/nccllib.h"
+#include "nccl/ncclstate.h"
+#include "trace/jobenv.h"
+
+struct record_header {
+	char **cmd;
+	int ncmd;
+	const char *host;
+	uint64_t mono_ns, realtime_ns; /* now, on both clocks */
+	int tracer_pid;
+	const char *attach_mode, *attach_notes, *missing_hooks;
+	double stall_threshold_s;
+	double setup_cpu_s;
+	const struct jobenv *env; /* what nccltrace added to the job's environment, NULL: none */
+	const char *ifaces;	  /* this host's interfaces, "lo,eth0" (doctor's per-host check) */
+	const char *loopback;	  /* host_loopback_id(): whose 127.0.0.1 this is (merges) */
+};
+
+json_t *record_header(const struct record_header *h);
+json_t *record_footer(const uint64_t stats[NT_STAT_MAX], uint64_t nfindings, double cpu_s,
+		      int exit_status, uint64_t now);
+/* fork, exec or exit (what) of a process */
+json_t *record_proc_event(const struct nt_ev_proc *e, const char *what);
+/* a connection's figures; label: NCCL's name for it, NULL if none */
+json_t *record_conn(const struct snap_conn *sc, uint64_t now, const char *label);
+/* a TCP state change, retransmit or reset */
+json_t *record_conn_event(const struct nt_ev_conn *e, const char *label);
+/*
+ * Whether a connection event (type NT_EV_*) goes to the dump. Every state change and reset does,
+ * and every retransmit of a connection not established (SYNs); an established connection's
+ * first 8 retransmits, then every 64th (each carries the count so far): a lossy link retransmits
+ * for hours, and its count is in every snapshot. The model hears them all.
+ */
+bool record_conn_event_kept(unsigned int type, const struct nt_ev_conn *e);
+/*
+ * How often a snapshot goes to the dump: a second while something happens (the first minute
+ * since start_ns, a finding opened or closed within the last minute (last_change_ns, 0: none),
+ * busy: a finding open or the job over), 10 s while the job runs healthy. A long healthy job's
+ * dump grows several times slower (docs/reliability.md); nothing a finding needs is coarser.
+ */
+uint64_t record_snapshot_every(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy);
+/* every process, and the connections open or closed since last_ns; ns may be NULL */
+json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns);
+/*
+ * Is a state record due, the last written at last_ns (0: none)? Every second while something
+ * may be wrong: a finding open, or a rank whose connections have moved bytes but none for a
+ * second (a rank asleep on its host is the cause of waits on others, which only a merged
+ * report sees); every 30 s while each rank's bytes keep moving, or NCCL's counters do (quiet
+ * mode). A merged report needs the first kind; the second keeps a healthy hour's dump small.
+ */
+bool record_state_due(const struct snapshot *s, int open_findings, uint64_t last_ns);
+/* the whole snapshot as diagnose() reads it (model/snapjson.h): {"type":"state", "ts_ns", "state"} */
+json_t *record_state(const struct snapshot *snap);
+/* a process's rank identity and allow-listed environment */
+json_t *record_identity(int pid, const struct model_proc_info *pi, uint64_t now);
+json_t *record_nccl_lib(int slot, const struct nccl_lib *lib, uint64_t now);
+json_t *record_nccl_attach(int pid, int slot, int nprobes, int nfailed, uint64_t now);
+/* quiet mode: the per-call TCP hooks went off or came back on, and why */
+json_t *record_tcp_hooks(uint64_t now, bool on, const char *why);
+
+#endif /* NT_RECORDS_H */

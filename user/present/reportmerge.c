@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model/snapmerge.h"
+#include "model/snapskew.h"
+#include "present/convertmerge.h"
+#include "present/dump.h"
+#include "present/jobview.h"
+#include "present/report.h"
+#include "present/reportmerge.h"
+
+/* one dump: its header and its state records (ts_ns on its own clock) */
+struct mdump {
+	const char *path;
+	char host[80];
+	json_t *header, *footer;
+	json_t *states; /* [{ts_ns, state}] in order */
+	int64_t b2r;	/* boot_to_realtime_ns */
+	int64_t shift;	/* onto the first dump's clock */
+	/*
+	 * what the connection pairs with host skew_from (-1: none) say of its clock, after the
+	 * realtime anchors: bounds (ns, INT64_MIN/MAX: open) and the correction taken from shift
+	 */
+	int skew_from;
+	int64_t skew_lo, skew_hi, skew;
+	size_t at;	       /* the state in use */
+	struct snapstore *cur; /* it, as of the step's time */
+};
+
+static int collect_states(void *ctx, json_t *rec, int line)
+{
+	struct mdump *d = ctx;
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	if (line == 1 || !d->header) {
+		d->header = json_incref(rec);
+		return 0;
+	}
+	if (type && !strcmp(type, "footer"))
+		d->footer = json_incref(rec);
+	if (type && !strcmp(type, "state") && json_is_integer(json_object_get(rec, "ts_ns")))
+		json_array_append(d->states, rec);
+	return 0;
+}
+
+static int64_t state_ts(const struct mdump *d, size_t i)
+{
+	return json_integer_value(json_object_get(json_array_get(d->states, i), "ts_ns")) +
+	       d->shift;
+}
+
+/* the dumps read, hosts named (a host twice gets "#2"), clocks put on the first's */
+static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		const char *h;
+
+		d[i].path = paths[i];
+		d[i].states = json_array();
+		if (dump_read_states(paths[i], collect_states, &d[i], err, errlen))
+			return -1;
+		if (!json_array_size(d[i].states)) {
+			snprintf(
+				err, errlen,
+				"%s: no state records (a dump of nccltrace before multi-host "
+				"reports, or one that ran less than a second): it cannot be merged",
+				paths[i]);
+			return -1;
+		}
+		h = json_string_value(json_object_get(d[i].header, "host"));
+		snprintf(d[i].host, sizeof(d[i].host), "%s", h ? h : "?");
+		for (int k = 0; k < i; k++)
+			if (!strcmp(d[k].host, d[i].host)) {
+				snprintf(d[i].host, sizeof(d[i].host), "%s#%d", h ? h : "?", i + 1);
+				break;
+			}
+		d[i].b2r = json_integer_value(json_object_get(d[i].header, "boot_to_realtime_ns"));
+		d[i].shift = d[i].b2r - d[0].b2r;
+	}
+	return 0;
+}
+
+/* each dump's last state, on the first's clock by the anchors alone; NULL on a bad one */
+static struct snapstore *last_state(const struct mdump *d)
+{
+	char err[128];
+	json_t *st =
+		json_object_get(json_array_get(d->states, json_array_size(d->states) - 1), "state");
+
+	return snapjson_parse(st, d->shift, err, sizeof(err));
+}
+
+/*
+ * Skew the anchors leave, where the connections between two hosts show it (a byte received
+ * before it was sent): from the first dump outwards, each host's clock is corrected against
+ * one already placed that it has connections with, by the least that makes every pair
+ * possible. Hosts with no such connections keep their anchors.
+ */
+static void correct_skew(struct mdump *d, int n)
+{
+	struct snapstore **last = calloc(n, sizeof(*last));
+	bool *placed = calloc(n, sizeof(*placed)), more = true;
+
+	for (int i = 0; last && placed && i < n; i++) {
+		last[i] = last_state(&d[i]);
+		d[i].skew_from = -1;
+	}
+	if (!last || !placed || !last[0])
+		goto out;
+	placed[0] = true;
+	while (more) {
+		more = false;
+		for (int i = 0; i < n; i++)
+			for (int j = 0; placed[i] && j < n; j++) {
+				int64_t lo, hi;
+
+				if (placed[j] || !last[j] ||
+				    !snapskew_bounds(&last[i]->s, &last[j]->s, &lo, &hi))
+					continue;
+				d[j].skew_from = i;
+				d[j].skew_lo = lo;
+				d[j].skew_hi = hi;
+				d[j].skew = d[i].skew + snapskew_correction(lo, hi);
+				placed[j] = more = true;
+			}
+	}
+	for (int i = 0; i < n; i++)
+		d[i].shift -= d[i].skew;
+out:
+	for (int i = 0; last && i < n; i++)
+		snapstore_free(last[i]);
+	free(last);
+	free(placed);
+}
+
+/*
+ * Each dump's latest state at t, taken as of t: its times moved by what separates it from t
+ * (up to the second between two state records), so that every host's snapshot has the same
+ * now. Its ages then read short by at most that, never long: a wait is named up to a second
+ * later than the tracer on its host would have, never sooner. How many hosts have one.
+ */
+static int states_at(struct mdump *d, int n, int64_t t, struct snapmerge_in *in, char *err,
+		     size_t errlen)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		size_t ns = json_array_size(d[i].states);
+		json_t *st;
+
+		while (d[i].at + 1 < ns && state_ts(&d[i], d[i].at + 1) <= t)
+			d[i].at++;
+		/* not started yet, or its tracer ended more than 2 s ago: the host is absent */
+		if (state_ts(&d[i], d[i].at) > t ||
+		    (d[i].at + 1 == ns && t - state_ts(&d[i], d[i].at) > 2 * (int64_t)1000000000))
+			continue;
+		st = json_object_get(json_array_get(d[i].states, d[i].at), "state");
+		snapstore_free(d[i].cur);
+		d[i].cur = snapjson_parse(st, d[i].shift + (t - state_ts(&d[i], d[i].at)), err,
+					  errlen);
+		if (!d[i].cur)
+			return -1;
+		in[k++] = (struct snapmerge_in){
+			&d[i].cur->s, d[i].host,
+			json_string_value(json_object_get(d[i].header, "loopback"))};
+	}
+	return k;
+}
+
+/* step through the job second by second from its first state to its last */
+static int replay(struct mdump *d, int n, struct jobview *v, char *err, size_t errlen)
+{
+	struct snapmerge_in *in = calloc(n, sizeof(*in));
+	struct snapstore *last = NULL;
+	int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+	int rc = 0;
+
+	if (!in)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (state_ts(&d[i], 0) < t0)
+			t0 = state_ts(&d[i], 0);
+		if (state_ts(&d[i], json_array_size(d[i].states) - 1) > t1)
+			t1 = state_ts(&d[i], json_array_size(d[i].states) - 1);
+	}
+	for (int64_t t = t0;; t += 1000000000) {
+		int k;
+
+		if (t > t1)
+			t = t1;
+		k = states_at(d, n, t, in, err, errlen);
+		if (k < 0) {
+			rc = -1;
+			break;
+		}
+		if (k) {
+			snapstore_free(last);
+			last = snapmerge(in, k);
+			if (!last) {
+				snprintf(err, errlen, "out of memory merging the dumps");
+				rc = -1;
+				break;
+			}
+			jobview_step(v, last, d[0].b2r);
+		}
+		if (t == t1)
+			break;
+	}
+	if (last)
+		jobview_close(v, last, last->s.now_ns);
+	snapstore_free(last);
+	free(in);
+	return rc;
+}
+
+static json_t *bound(int64_t v)
+{
+	return v == INT64_MIN || v == INT64_MAX ? json_null() : json_real((double)v / 1e9);
+}
+
+static json_t *merged_info(struct mdump *d, int n)
+{
+	json_t *dumps = json_array();
+
+	for (int i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:s,s:s,s:I,s:f,s:i,s:f}", "path", d[i].path, "host",
+				      d[i].host, "boot_to_realtime_ns", (json_int_t)d[i].b2r,
+				      "offset_s", (double)d[i].shift / 1e9, "states",
+				      (int)json_array_size(d[i].states), "skew_s",
+				      (double)d[i].skew / 1e9);
+
+		/* what the connections with the host it was placed against allow */
+		if (d[i].skew_from >= 0)
+			json_object_set_new(o, "skew_measured",
+					    json_pack("{s:s,s:o,s:o}", "against",
+						      d[d[i].skew_from].host, "min_s",
+						      bound(d[i].skew_lo), "max_s",
+						      bound(d[i].skew_hi)));
+		json_array_append_new(dumps, o);
+	}
+	return json_pack(
+		"{s:o,s:s}", "dumps", dumps, "clock",
+		"aligned by each dump's CLOCK_REALTIME anchor (boot_to_realtime_ns), "
+		"which assumes the hosts' clocks agree within their NTP skew (typically "
+		"under 10 ms, far below the stall threshold); corrected (skew_s) where the "
+		"two ends of a connection between hosts show more: a byte received before "
+		"it was sent");
+}
+
+/* every dump's ranks, each with its host */
+static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errlen)
+{
+	json_t *ranks = json_array();
+
+	for (int i = 0; i < n; i++) {
+		json_t *r = report_ranks(d[i].path, d[i].header, err, errlen), *e;
+		size_t k;
+
+		if (!r) {
+			json_decref(ranks);
+			return -1;
+		}
+		double off = convert_offset_s(d[0].header, d[i].header);
+
+		/* times from the dump's start: from the first's, as the merged trace has them */
+		json_array_foreach(r, k, e)
+		{
+			json_t *tl = json_object_get(e, "timeline"), *p;
+			size_t j;
+
+			json_object_set_new(e, "host", json_string(d[i].host));
+			if (json_is_number(json_object_get(e, "ended_s")))
+				json_object_set_new(
+					e, "ended_s",
+					json_real(json_number_value(json_object_get(e, "ended_s")) +
+						  off));
+			json_array_foreach(tl, j, p) json_object_set_new(
+				p, "start_s",
+				json_real(json_number_value(json_object_get(p, "start_s")) + off));
+		}
+		json_array_extend(ranks, r);
+		json_decref(r);
+	}
+	json_object_set_new(out, "ranks", ranks);
+	return 0;
+}
+
+static void mdumps_free(struct mdump *d, int n)
+{
+	for (int i = 0; i < n; i++) {
+		json_decref(d[i].header);
+		json_decref(d[i].footer);
+		json_decref(d[i].states);
+		snapstore_free(d[i].cur);
+	}
+	free(d);
+}
+
+json_t *report_merged(char **paths, int n, char *err, size_t errlen)
+{
+	struct mdump *d = calloc(n, sizeof(*d));
+	struct jobview v;
+	json_t *out = NULL, *hosts;
+	bool complete = true;
+
+	if (!d || jobview_init(&v, 5)) {
+		free(d);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (read_dumps(d, paths, n, err, errlen))
+		goto done;
+	correct_skew(d, n);
+	/* the first dump's threshold: one job's tracers are run alike */
+	if (json_is_number(json_object_get(d[0].header, "stall_threshold_s")))
+		diag_config_init(&v.cfg, json_number_value(json_object_get(d[0].header,
+									   "stall_threshold_s")));
+	if (replay(d, n, &v, err, errlen))
+		goto done;
+	hosts = json_array();
+	for (int i = 0; i < n; i++) {
+		json_array_append_new(hosts, json_string(d[i].host));
+		complete &= d[i].footer != NULL;
+	}
+	out = json_pack("{s:O,s:b,s:O,s:o,s:O,s:o}", "findings", v.latest, "complete", complete,
+			"cmd", json_object_get(d[0].header, "cmd") ?: json_null(), "hosts", hosts,
+			"start_ns", json_object_get(d[0].header, "start_ns") ?: json_null(),
+			"merged", merged_info(d, n));
+	if (complete)
+		json_object_set(out, "exit_status", json_object_get(d[0].footer, "exit_status"));
+	if (all_ranks(d, n, out, err, errlen)) {
+		json_decref(out);
+		out = NULL;
+	}
+done:
+	jobview_free(&v);
+	mdumps_free(d, n);
+	return out;
+}

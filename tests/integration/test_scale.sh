@@ -64,10 +64,13 @@ done
 # --- the fake NCCL at 16 ranks: a rank asleep before its 21st all-reduce, named by the
 # collective counters (comm->seqNumber), and no other rank: 16 ranks and their proxy threads
 # time-share 2 cores, so NCCL's data connections fall silent for seconds while the counts move
+# (-t alone, --fixed-threshold: the adaptive socket threshold may open it from a socket first,
+# before the counters, whose evidence this case checks; test_adaptive tests adaptation)
 r=$((RANDOM % 15 + 1))
 D=$TMP/fake16.jsonl
 {
-	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$ROOT/build/nccljob" --ranks 16 --iters 40 \
+	"$NT" run -t $THRESH --fixed-threshold --no-tui --dump "$D" -- "$ROOT/build/nccljob" \
+		--ranks 16 --iters 40 \
 		--fault in-collective --fault-rank $r --fault-for 6 --timeout 60 >"$TMP/fake16.out" 2>&1
 	pkill -9 -f "$ROOT/build/nccljob" 2>/dev/null
 	f=$(findings "$D")

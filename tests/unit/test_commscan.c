@@ -108,6 +108,17 @@ static void test_maps_lines(void **state)
 	assert_false(comm_scan_map_wanted("", &lo, &hi));
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 static char *fake_comm(uint64_t start, uint64_t end, uint64_t hash, int32_t rank, int32_t nranks)
 {
 	char *c = calloc(1, COMM_SIZE);
@@ -167,7 +178,9 @@ static void test_scan_self(void **state)
 	assert_true(st.candidates >= 3);
 	assert_true(st.bytes >= 4 * COMM_SIZE);
 	assert_true(st.maps > 0);
-	assert_false(st.capped);
+	/* a sanitizer's own mappings make the process large enough to reach the scan's caps */
+	if (!UNDER_ASAN)
+		assert_false(st.capped);
 	free(live);
 	free(split);
 	free(freed);

@@ -123,9 +123,11 @@ t kill-session -t nt
 # --- SIGKILL to nccltrace: no handler runs, its watcher gives the terminal back ---
 # (its exit, with its BPF programs and links let go, was seen to take over 10 s under the
 # sanitizers on a loaded machine)
+# The shell may see the tracer die before its watcher has restored the modes (seen under the
+# sanitizers): it reads them once the watcher is gone, 5 s at most.
 D=$TMP/kill.jsonl
 t new-session -d -s nt -x 100 -y 30 \
-	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; stty -a | tr ' ' '\n' | grep -xE -- '-?(echo|icanon)' | tr '\n' ' '; echo TTY_MODES; sleep 60"
+	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; for i in \$(seq 50); do pgrep -x nccltrace-tty >/dev/null || break; sleep 0.1; done; stty -a | tr ' ' '\n' | grep -xE -- '-?(echo|icanon)' | tr '\n' ' '; echo TTY_MODES; sleep 60"
 wait_for 10 screen_has "Ranks (2)"
 check sigkill_watcher "no terminal watcher while the dashboard runs" -- bash -c "pgrep -x nccltrace-tty >/dev/null"
 # the tracer itself, by its name: the watcher has the same command line (a pkill -f kills both)

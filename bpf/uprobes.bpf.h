@@ -313,12 +313,22 @@ static __always_inline void entry_data(struct pt_regs *ctx, struct nt_ev_nccl *e
 	}
 }
 
+/* A probe's attach cookie: its probe id in the low 16 bits, its library's slot above */
+static __always_inline __u16 cookie_probe(__u64 cookie)
+{
+	return cookie & 0xffff;
+}
+
+static __always_inline __u32 cookie_lib(__u64 cookie)
+{
+	return (cookie >> 16) & (NT_MAX_LIBS - 1);
+}
+
 static __always_inline int on_uprobe(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u16 probe = cookie & 0xffff;
-	__u32 lib = (cookie >> 16) & (NT_MAX_LIBS - 1), tid = (__u32)id;
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u16 probe = cookie_probe(cookie);
+	__u32 lib = cookie_lib(cookie), tid = (__u32)id;
 	const struct nt_nccl_offsets *o;
 	struct nt_phase_stack *st;
 	struct nt_ev_nccl *e;
@@ -492,10 +502,9 @@ static __always_inline void ret_data(struct nt_ev_nccl *e, __u16 probe,
 
 static __always_inline int on_uretprobe(struct pt_regs *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u64 cookie = bpf_get_attach_cookie(ctx);
-	__u16 probe = cookie & 0xffff;
-	__u32 lib = (cookie >> 16) & (NT_MAX_LIBS - 1), tid = (__u32)id;
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u16 probe = cookie_probe(cookie);
+	__u32 lib = cookie_lib(cookie), tid = (__u32)id;
 	const struct nt_nccl_offsets *o;
 	struct nt_phase_frame fr = {};
 	struct nt_phase_stack *st;

@@ -5,22 +5,41 @@
 # --nproc_per_node=1 tests/gpu/allreduce.py --one-gpu` (each rank its own NCCL_HOSTID, so NCCL
 # takes them for two nodes and joins them with its network transport), rank 1 (node 1) asleep
 # for STALL_FOR seconds in its training loop. Then each node's own report and the merged one;
-# PASS when the merged report names rank 1 with its pid from the job's marker.
-#   scripts/gpu-multinode.sh [NCCLTRACE]   (default build/nccltrace-static; $OUT for the dumps)
+# PASS when the merged report names rank 1 with its pid from the job's marker, and node 0's
+# tracer alone names the rank it waits on (rank 1, from its NCCL log), never as the cause.
+#   scripts/gpu-multinode.sh [NCCLTRACE]   (default build/nccltrace-static; $OUT for the dumps;
+#   LIBNCCL=/path/libnccl.so.2: that NCCL, preloaded, instead of the wheel's)
 set -u
 cd "$(dirname "$0")/.."
 NT=${1:-build/nccltrace-static}
 OUT=${OUT:-gpu-out}
 STALL_FOR=${STALL_FOR:-15}
 mkdir -p "$OUT"
+rm -f "$OUT/watch.json"
 export NCCL_NVLS_ENABLE=0 NCCLTRACE_CACHE_DIR=/tmp/nccltrace-cache
+[ -n "${LIBNCCL:-}" ] && export LD_PRELOAD=$LIBNCCL
+# each tracer serves /state on loopback where the build has --listen (not the static one)
+LISTEN=0
+"$NT" run --listen 127.0.0.1:0 -- true >/dev/null 2>&1 && LISTEN=1
 for i in 0 1; do
 	rm -f "$OUT/node$i.jsonl"
-	"$NT" run --no-tui -t 3 --dump "$OUT/node$i.jsonl" -- python3 -m torch.distributed.run \
+	L=()
+	[ $LISTEN = 1 ] && L=(--listen 127.0.0.1:$((9460 + i)))
+	"$NT" run --no-tui -t 3 "${L[@]}" --dump "$OUT/node$i.jsonl" -- python3 -m torch.distributed.run \
 		--nnodes=2 --node_rank=$i --master_addr=127.0.0.1 --master_port=29563 \
 		--nproc_per_node=1 tests/gpu/allreduce.py --one-gpu --iters 200 --stall-rank 1 \
 		--stall-for "$STALL_FOR" >"$OUT/node$i.log" 2>&1 &
 done
+# the live view of both: watch --once over the two tracers, threshold + 2 s into the stall
+if [ $LISTEN = 1 ]; then
+	for _ in $(seq 240); do
+		grep -qs "STALL rank 1" "$OUT/node1.log" && break
+		sleep 0.5
+	done
+	sleep 5
+	"$NT" watch --once --json 127.0.0.1:9460 127.0.0.1:9461 >"$OUT/watch.json" 2>"$OUT/watch.err"
+	echo "== watch --once: exit $?"
+fi
 wait
 for i in 0 1; do
 	echo "== node $i alone:"
@@ -42,5 +61,22 @@ for f in rep["findings"]:
     print(" ", f["kind"], "rank", f["rank"], f.get("host"), f["summary"])
 ok = any(f["rank"] == 1 and f.get("pid") == pid and f["kind"] != "config" for f in rep["findings"])
 print(("PASS" if ok else "FAIL") + f" merged report names rank 1 (pid {pid})")
-sys.exit(0 if ok else 1)
+alone = [json.loads(l) for l in open(f"{out}/node0.jsonl", errors="replace") if '"finding"' in l]
+alone = [f for f in alone if f.get("type") == "finding" and f.get("kind") != "config"]
+ok0 = bool(alone) and all(f.get("remote_rank") == 1 and f.get("rank") is None for f in alone)
+print(("PASS" if ok0 else "FAIL") + " node 0 alone: waits on rank 1 (remote_rank), no culprit: " +
+      "; ".join(sorted({f["summary"] for f in alone}))[:300])
+okw = True
+try:
+    w = json.load(open(f"{out}/watch.json"))
+    for f in w["findings"]:
+        print("  watch:", f["kind"], "rank", f["rank"], f.get("host"), f["summary"])
+    okw = any(f["rank"] == 1 and f.get("pid") == pid and f["kind"] != "config" for f in w["findings"])
+    print(("PASS" if okw else "FAIL") + f" watch names rank 1 (pid {pid})")
+except FileNotFoundError:
+    print("SKIP watch: this nccltrace has no --listen (the static build)")
+except ValueError as e:
+    okw = False
+    print(f"FAIL watch printed no JSON: {e}")
+sys.exit(0 if ok and ok0 and okw else 1)
 PY

@@ -27,7 +27,7 @@
 struct host {
 	struct snapshot s;
 	struct snap_proc procs[2];
-	struct snap_conn conns[5];
+	struct snap_conn conns[6];
 };
 
 static void ip(uint8_t *a, int rank)
@@ -266,6 +266,50 @@ static void test_state_due(void **state)
 	assert_true(record_state_due(&h.s, 0, NOW - 2 * SEC));
 	h.s.tcp_quiet = true;
 	assert_false(record_state_due(&h.s, 0, NOW - 2 * SEC));
+	/*
+	 * rank 2 asleep, its only recent bytes NCCL RAS's keep-alives: still every second (a
+	 * merge of a two-node torchrun found nothing when its host wrote every 30 s)
+	 */
+	h.s.tcp_quiet = false;
+	for (int i = 0; i < h.s.nconns; i++)
+		h.conns[i].c.last_recv_ns = h.conns[i].c.last_send_ns =
+			h.conns[i].pid == 100 ? NOW - 9 * SEC : NOW - SEC / 10;
+	assert_true(record_state_due(&h.s, 0, NOW - 2 * SEC));
+	{
+		struct snap_conn *ras = &h.conns[h.s.nconns++];
+
+		*ras = h.conns[0];
+		ras->ras = true;
+		ras->c.last_recv_ns = ras->c.last_send_ns = NOW - SEC / 10;
+	}
+	assert_true(record_state_due(&h.s, 0, NOW - 2 * SEC));
+	/* the same bytes on a data connection: rank 2 moves */
+	h.conns[h.s.nconns - 1].ras = false;
+	assert_false(record_state_due(&h.s, 0, NOW - 2 * SEC));
+	/*
+	 * NCCL's counters say it first: rank 2's unchanged for 3 s, its sockets busy (PyTorch's
+	 * TCPStore) as in a two-node torchrun whose rank slept between collectives
+	 */
+	{
+		struct snap_comm cm[2] = {{.pid = 100, .seq_ok = true, .changed_ns = NOW - 3 * SEC},
+					  {.pid = 101, .seq_ok = true, .changed_ns = NOW}};
+
+		h.s.comms = cm;
+		h.s.ncomms = 2;
+		assert_true(record_state_due(&h.s, 0, NOW - 2 * SEC));
+		/* moving: its sockets' silence is no sign either */
+		cm[0].changed_ns = NOW - SEC / 5;
+		h.conns[h.s.nconns - 1].ras = true;
+		assert_false(record_state_due(&h.s, 0, NOW - 2 * SEC));
+		h.s.comms = NULL;
+		h.s.ncomms = 0;
+	}
+	/* a connection new since the last record: due, for the merge to join it */
+	for (int i = 0; i < h.s.nconns; i++)
+		h.conns[i].c.last_recv_ns = h.conns[i].c.last_send_ns = NOW - SEC / 10;
+	assert_false(record_state_due(&h.s, 0, NOW - 2 * SEC));
+	h.conns[0].c.first_ns = NOW - SEC;
+	assert_true(record_state_due(&h.s, 0, NOW - 2 * SEC));
 }
 
 /* host b's clock 3 s ahead: its ends of the connections with host a say so */

@@ -280,6 +280,78 @@ static void test_untraced_peer(void **state)
 	free(w);
 }
 
+/*
+ * Host a's tracer alone, rank 0 of 4 waiting on a socket of NCCL's net transport to another
+ * host: its NCCL log's NET Channel lines name the rank there (rank 3 sends to it, it sends to
+ * rank 1), by the socket's direction; who, never that it is the cause
+ */
+static void test_untraced_peer_named_by_log(void **state)
+{
+	static struct snap_nccl_log log = {
+		.ncomm = 1,
+		.comm = {{.hash = 0xc0ffee, .rank = 0, .nranks = 4}},
+		.npath = 3,
+		.path = {{.comm = 0, .from = 3, .to = 0, .side = SNAP_LOG_RECV, .net = true,
+			  .channels = 0x3, .transport = "NET/Socket/0"},
+			 {.comm = 0, .from = 0, .to = 1, .side = SNAP_LOG_SEND, .net = true,
+			  .channels = 0x3, .transport = "NET/Socket/0"},
+			 {.comm = 0, .from = 0, .to = 2, .side = SNAP_LOG_SENDER, .p2p = true,
+			  .channels = 0x1, .transport = "P2P/IPC"}},
+	};
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	struct snap_proc *p;
+	struct nt_tuple t;
+	int ci;
+
+	(void)state;
+	p = add_proc(w, 300, 0, 'R', "");
+	p->world_size = 4;
+	p->nccl_log = &log;
+	tuple4(&t, "198.18.0.1", 51000, "198.18.0.2", 40000);
+	ci = add_conn(w, 300, -1, &t, STALL_START);
+	spin(&w->conns[ci]);
+	w->conns[ci].nccl_label = "net (net accept)";
+
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 0);
+	assert_int_equal(out[0].rank, -1);
+	assert_true(out[0].remote_named);
+	assert_int_equal(out[0].remote_rank, 3);
+	assert_contains(out[0].summary, "waits on rank 3 at 198.18.0.2:40000 (untraced peer");
+	assert_true(evidence_has(&out[0], "NCCL log of rank 0 (pid 300): its NET [receive] on "
+					  "channels 0-1 is from rank 3 alone"));
+	/* a socket it connected: the one it sends to */
+	w->conns[ci].nccl_label = "net (net connect)";
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].remote_rank, 1);
+	/* no label, bytes both ways: two candidates, no name */
+	w->conns[ci].nccl_label = NULL;
+	assert_int_equal(run(w, out), 1);
+	assert_false(out[0].remote_named);
+	assert_contains(out[0].summary, "waits on 198.18.0.2:40000 (untraced");
+	/* bytes received only: the receive side */
+	w->conns[ci].c.bytes_sent = 0;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].remote_rank, 3);
+	/* a sub-communicator's rank says which */
+	log.comm[0].nranks = 2;
+	assert_int_equal(run(w, out), 1);
+	assert_contains(out[0].summary, "rank 3 of comm 0000000000c0ffee at 198.18.0.2:40000");
+	log.comm[0].nranks = 4;
+	/* NCCL's bootstrap socket is not its net transport's */
+	w->conns[ci].nccl_label = "bootstrap (bootstrap)";
+	assert_int_equal(run(w, out), 1);
+	assert_false(out[0].remote_named);
+	/* two ranks it receives from over NET: the log cannot say which */
+	w->conns[ci].nccl_label = "net (net accept)";
+	log.path[2] = (struct snap_log_path){.comm = 0, .from = 2, .to = 0, .side = SNAP_LOG_RECV,
+					     .net = true, .channels = 0x4};
+	assert_int_equal(run(w, out), 1);
+	assert_false(out[0].remote_named);
+	free(w);
+}
+
 /* NCCL RAS keep-alive sockets sit idle between keep-alives: never a stall, however old */
 static void test_ras_socket_ignored(void **state)
 {
@@ -548,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_blocked_in_recv),
 		cmocka_unit_test(test_connect_unanswered),
 		cmocka_unit_test(test_untraced_peer),
+		cmocka_unit_test(test_untraced_peer_named_by_log),
 		cmocka_unit_test(test_ras_socket_ignored),
 		cmocka_unit_test(test_self_connection_is_no_wait),
 		cmocka_unit_test(test_chain_ends_at_untraced_address),

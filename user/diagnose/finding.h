@@ -50,6 +50,12 @@ struct finding {
 	int rank;	   /* its rank, -1 if none */
 	int peer_pid;	   /* the process waiting on it the longest, 0 if none */
 	int peer_rank;	   /* its rank, -1 if none */
+	/*
+	 * An untraced peer's rank (another host's), where the waiter's NCCL log names it; named,
+	 * it is who the wait is on, never the cause (remote_named false: not known)
+	 */
+	bool remote_named;
+	int remote_rank;
 	int conn;	   /* index in the snapshot's conns: what the longest waiter waits on, -1 */
 	uint64_t since_ns; /* when the waiting started (oldest last progress) */
 	char phase[112];

@@ -150,6 +150,8 @@ json_t *finding_to_json(const struct tracked_finding *t, enum finding_event ev, 
 	json_object_set_new(o, "rank", int_or_null(f->rank));
 	json_object_set_new(o, "pid", f->pid > 0 ? json_integer(f->pid) : json_null());
 	json_object_set_new(o, "peer_rank", int_or_null(f->peer_rank));
+	json_object_set_new(o, "remote_rank",
+			    f->remote_named ? json_integer(f->remote_rank) : json_null());
 	json_object_set_new(o, "peer_pid",
 			    f->peer_pid > 0 ? json_integer(f->peer_pid) : json_null());
 	json_object_set_new(o, "phase", json_string(f->phase));

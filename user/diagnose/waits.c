@@ -35,11 +35,6 @@ static uint64_t conn_seen_progress(const struct snapshot *s, const struct snap_c
 	return s->tcp_resumed_ns > t ? s->tcp_resumed_ns : t;
 }
 
-static bool conn_is_data(const struct snap_conn *c)
-{
-	return !(c->c.flags & NT_CONN_LISTENER) && !c->ras;
-}
-
 /*
  * Both ends in one process (NCCL's main thread and its own proxy service talk over loopback):
  * waiting there only says the process waits on itself, never who it really waits for.
@@ -109,7 +104,7 @@ static bool proc_trying(const struct snapshot *s, const struct diag_config *cfg,
 	for (int k = 0; k < n; k++) {
 		const struct snap_conn *c = &s->conns[ci[k]];
 
-		if (conn_is_data(c) && !conn_is_self(c) &&
+		if (snap_conn_is_data(c) && !conn_is_self(c) &&
 		    conn_tried(s, &s->procs[i], c, cfg, s->now_ns))
 			return true;
 	}
@@ -205,7 +200,7 @@ int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cf
 		uint64_t prog;
 
 		/* hundreds of thousands at scale: the cheap tests first, progress computed once */
-		if (c->pid != pid || !conn_is_data(c) || conn_is_self(c))
+		if (c->pid != pid || !snap_conn_is_data(c) || conn_is_self(c))
 			continue;
 		prog = conn_seen_progress(s, c);
 		if (s->now_ns - prog <= conn_threshold(cfg, c) || prog >= best_t ||
@@ -499,9 +494,34 @@ static void describe_address(const struct snapshot *s, struct finding *f, char *
 {
 	const struct snap_proc *w = snapshot_proc(s, f->peer_pid);
 
-	fmt_endpoint(&s->conns[f->conn].c.t, 0, cn, len);
+	const struct snap_conn *c = &s->conns[f->conn];
+	struct snap_log_remote rr;
+	char ep[64];
+
+	fmt_endpoint(&c->c.t, 0, ep, sizeof(ep));
+	snprintf(cn, len, "%s", ep);
 	snprintf(f->phase, sizeof(f->phase), "%s",
 		 f->kind == FINDING_CONN_ERROR ? "connect unanswered" : "untraced peer silent");
+	/* another host's rank, where the waiter's NCCL log names it: who, never why */
+	if (f->kind != FINDING_CONN_ERROR && snap_log_remote_rank(s, c, &rr)) {
+		char wn[48], chs[48], of[40] = "";
+		bool rx = rr.side == SNAP_LOG_RECV, tx = rr.side == SNAP_LOG_SEND;
+
+		if (!w || rr.comm->nranks != w->world_size)
+			snprintf(of, sizeof(of), " of comm %016llx",
+				 (unsigned long long)rr.comm->hash);
+		snprintf(cn, len, "rank %d%s at %s", rr.rank, of, ep);
+		f->remote_named = true;
+		f->remote_rank = rr.rank;
+		snap_proc_name(w, f->peer_pid, wn, sizeof(wn));
+		snap_log_channels(rr.channels, chs, sizeof(chs));
+		add_evidence(f,
+			     "NCCL log of %s: its NET %s on %s %s rank %d alone (Channel lines), "
+			     "and this socket is one it %s; no tracer here sees rank %d",
+			     wn, rx ? "[receive]" : tx ? "[send]" : "[send] and [receive]", chs,
+			     rx ? "is from" : tx ? "is to" : "are with", rr.rank,
+			     rx ? "accepted" : tx ? "connected" : "has", rr.rank);
+	}
 	if (f->kind == FINDING_CONN_ERROR && w && w->nccl_setup != SNAP_SETUP_NONE) {
 		f->kind = w->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED
 							   : FINDING_RING_SETUP_BLOCKED;
@@ -547,7 +567,7 @@ static void starvation_evidence(const struct snapshot *s, struct finding *f)
 static void describe_chain(const struct snapshot *s, const struct chains *ch, struct finding *f)
 {
 	const struct snap_proc *cp = f->pid > 0 ? snapshot_proc(s, f->pid) : NULL;
-	char cn[64], pn[48], ws[160] = "";
+	char cn[128], pn[48], ws[160] = "";
 	double age;
 	int shown = 0;
 

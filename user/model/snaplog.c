@@ -137,3 +137,55 @@ void snap_log_link_transports(const struct snap_log_link *k, char *buf, size_t l
 						k->path[i]->transport);
 	}
 }
+
+/*
+ * The direction NCCL's net transport gave a socket: the receiver listens and accepts, the
+ * sender connects (transport/net_socket.cc). Its label says it where a probe named it, else its
+ * bytes do where they flowed one way only. -1: either.
+ */
+static int net_side(const struct snap_conn *c)
+{
+	if (c->nccl_label && strstr(c->nccl_label, "accept"))
+		return SNAP_LOG_RECV;
+	if (c->nccl_label && strstr(c->nccl_label, "connect"))
+		return SNAP_LOG_SEND;
+	if (c->c.bytes_recv && !c->c.bytes_sent)
+		return SNAP_LOG_RECV;
+	if (c->c.bytes_sent && !c->c.bytes_recv)
+		return SNAP_LOG_SEND;
+	return -1;
+}
+
+bool snap_log_remote_rank(const struct snapshot *s, const struct snap_conn *c,
+			  struct snap_log_remote *out)
+{
+	const struct snap_proc *p = snapshot_proc(s, c->pid);
+	const struct snap_nccl_log *l = p ? p->nccl_log : NULL;
+	int side = net_side(c), found = 0;
+
+	/* a socket NCCL named other than its net transport's (bootstrap, proxy, RAS) */
+	if (!l || (c->nccl_label && strncmp(c->nccl_label, "net", 3)) || c->ras)
+		return false;
+	for (int i = 0; i < l->npath; i++) {
+		const struct snap_log_path *q = &l->path[i];
+		const struct snap_log_comm *cm = q->comm >= 0 ? &l->comm[q->comm] : NULL;
+		int peer;
+
+		if (!cm || !q->net || (side >= 0 && q->side != side) ||
+		    (q->side != SNAP_LOG_SEND && q->side != SNAP_LOG_RECV))
+			continue;
+		if (q->side == SNAP_LOG_RECV ? q->to != cm->rank : q->from != cm->rank)
+			continue;
+		peer = q->side == SNAP_LOG_RECV ? q->from : q->to;
+		/* two candidates: the log cannot say which one this socket reaches */
+		if (found && (out->rank != peer || out->comm != cm))
+			return false;
+		*out = (struct snap_log_remote){
+			.rank = peer,
+			.comm = cm,
+			.side = found && out->side != q->side ? -1 : q->side,
+			.channels = (found ? out->channels : 0) | q->channels};
+		found = 1;
+	}
+	return found;
+}

@@ -136,6 +136,25 @@ struct snap_log_link {
  */
 bool snap_log_link(const struct snapshot *s, int pid_a, int pid_b, uint64_t comm_hash,
 		   struct snap_log_link *out);
+struct snap_conn;
+
+/* The rank at the other end of a net-transport socket, as the owner's NCCL log names it */
+struct snap_log_remote {
+	int rank;			 /* in comm */
+	const struct snap_log_comm *comm; /* the owner's communicator whose Channel lines say it */
+	int side;	  /* SNAP_LOG_SEND or SNAP_LOG_RECV: the Channel lines' */
+	uint64_t channels; /* theirs */
+};
+
+/*
+ * Which rank a process's socket of NCCL's net transport reaches, where its NCCL log's NET
+ * Channel lines leave one: the peers it receives from (an accepted socket) or sends to (one it
+ * connected), or both where the socket does not say. False where none or several fit, for any
+ * socket NCCL labelled otherwise, and without a log. For a peer no tracer here sees (another
+ * host's): its rank, never that it is the cause.
+ */
+bool snap_log_remote_rank(const struct snapshot *s, const struct snap_conn *c,
+			  struct snap_log_remote *out);
 /* "NET/Socket/0" or "NET/Socket/0, P2P/IPC": the distinct transports of a link, "" if none */
 void snap_log_link_transports(const struct snap_log_link *k, char *buf, size_t len);
 

@@ -185,6 +185,12 @@ struct snap_conn {
 	uint64_t gap_p99_ns, every_ns;
 };
 
+/* a connection whose silence can say a rank waits: not a listener, not RAS's keep-alive */
+static inline bool snap_conn_is_data(const struct snap_conn *c)
+{
+	return !(c->c.flags & NT_CONN_LISTENER) && !c->ras;
+}
+
 #define SNAP_NSEQ 5 /* NCCL_NUM_FUNCTIONS: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce */
 
 /* Where a fact about a communicator came from, named in the findings' evidence */

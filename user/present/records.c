@@ -144,10 +144,24 @@ static bool rank_silent(const struct snapshot *s, int i)
 
 	if (p->rank < 0 || p->exited)
 		return false;
+	/*
+	 * NCCL's counters, where read, say it first: a rank asleep between collectives keeps
+	 * other sockets busy (PyTorch's TCPStore, RAS keep-alives). None of its communicators
+	 * moved (one seldom used is no sign)
+	 */
+	for (int k = 0; k < s->ncomms; k++) {
+		const struct snap_comm *cm = &s->comms[k];
+
+		if (cm->pid == p->pid && cm->seq_ok && !cm->destroyed && cm->changed_ns > last)
+			last = cm->changed_ns;
+	}
+	if (last)
+		return s->now_ns - last >= NT_NSEC_PER_SEC;
 	for (int k = 0; k < (ci ? n : s->nconns); k++) {
 		const struct snap_conn *c = &s->conns[ci ? ci[k] : k];
 
-		if (c->pid != p->pid || c->closed || (c->c.flags & NT_CONN_LISTENER))
+		/* RAS keep-alives move every second on a rank that waits or sleeps */
+		if (c->pid != p->pid || c->closed || !snap_conn_is_data(c))
 			continue;
 		if (c->c.last_send_ns > last)
 			last = c->c.last_send_ns;
@@ -167,6 +181,11 @@ bool record_state_due(const struct snapshot *s, int open_findings, uint64_t last
 		return false;
 	if (open_findings)
 		return true;
+	/* a connection new since the last: a merge joins hosts by their connections */
+	for (int i = 0; i < s->nconns; i++)
+		if (!s->conns[i].closed && s->conns[i].c.first_ns > last_ns &&
+		    snap_conn_is_data(&s->conns[i]))
+			return true;
 	/* quiet mode: connections count nothing, and every communicator moves */
 	if (s->tcp_quiet)
 		return false;

@@ -55,10 +55,12 @@ uint64_t record_snapshot_every(uint64_t now, uint64_t start_ns, uint64_t last_ch
 json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns);
 /*
  * Is a state record due, the last written at last_ns (0: none)? Every second while something
- * may be wrong: a finding open, or a rank whose connections have moved bytes but none for a
- * second (a rank asleep on its host is the cause of waits on others, which only a merged
- * report sees); every 30 s while each rank's bytes keep moving, or NCCL's counters do (quiet
- * mode). A merged report needs the first kind; the second keeps a healthy hour's dump small.
+ * may be wrong: a finding open, a rank whose NCCL counters have not moved for a second, or
+ * whose connections have moved bytes but none for a second (a rank asleep on its host is the
+ * cause of waits on others, which only a merged report sees; RAS keep-alives do not count),
+ * or a connection new since the last record (a merge joins hosts by them); every 30 s while
+ * each rank's counters and bytes keep moving, or NCCL's counters do (quiet mode). A merged
+ * report needs the first kind; the second keeps a healthy hour's dump small.
  */
 bool record_state_due(const struct snapshot *s, int open_findings, uint64_t last_ns);
 /* the whole snapshot as diagnose() reads it (model/snapjson.h): {"type":"state", "ts_ns", "state"} */

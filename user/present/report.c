@@ -41,6 +41,8 @@ static int collect(void *ctx, json_t *rec, int line)
 		return -1;
 	}
 	if (strcmp(type, "footer") == 0) {
+		/* a dump with two footers (cut and appended to): the last one */
+		json_decref(c->footer);
 		c->footer = json_incref(rec);
 		return 0;
 	}

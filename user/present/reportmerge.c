@@ -37,8 +37,10 @@ static int collect_states(void *ctx, json_t *rec, int line)
 		d->header = json_incref(rec);
 		return 0;
 	}
-	if (type && !strcmp(type, "footer"))
+	if (type && !strcmp(type, "footer")) {
+		json_decref(d->footer); /* two footers: the last one */
 		d->footer = json_incref(rec);
+	}
 	if (type && !strcmp(type, "state") && json_is_integer(json_object_get(rec, "ts_ns")))
 		json_array_append(d->states, rec);
 	return 0;

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 RANKS=${1:-8}
 HOURS=${2:-1}
 CPS=${3:-0}
-NT=build/nccltrace
+NT=${NT:-build/nccltrace}
 W=$(mktemp -d /tmp/nccltrace-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 D=$W/long.jsonl

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include "fuzz.h"
 #include "present/convert.h"
+#include "present/convertmerge.h"
 #include "present/html.h"
 #include "present/report.h"
 
@@ -31,5 +32,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	t = convert_dump(path, false, err, sizeof(err));
 	json_decref(t);
+	/* the convert command's way: events spilled to a file, copied out in time order */
+	{
+		char *paths[] = {(char *)path};
+		struct convert_sink *s = convert_dumps_sink(paths, 1, err, sizeof(err));
+		FILE *f = s ? fopen("/dev/null", "w") : NULL;
+		size_t n;
+
+		if (f) {
+			convert_sink_write(s, f, &n, err, sizeof(err));
+			fclose(f);
+		}
+		convert_sink_free(s);
+	}
 	return 0;
 }

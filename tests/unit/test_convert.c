@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "present/convert.h"
+#include "present/convertmerge.h"
 
 #define MS 1000000LL
 #define T0 (1000 * 1000 * MS) /* the trace starts 1000 s after boot */
@@ -192,6 +193,72 @@ static void test_convert_nesting(void **state)
 	json_decref(t);
 }
 
+/*
+ * The convert command's way (convert_dumps_sink): the same events as the trace held in memory,
+ * each once, in the same time order, with one dump; two dumps of one job on one axis
+ */
+static void test_convert_streamed(void **state)
+{
+	char path[] = "/tmp/nt-convert-XXXXXX", err[256], *buf = NULL, *paths[2];
+	int fd = mkstemp(path);
+	size_t n = 0, len = 0;
+	struct convert_sink *s;
+	json_t *held, *streamed;
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	for (size_t i = 0; i < sizeof(dump_lines) / sizeof(dump_lines[0]); i++)
+		fprintf(f, "%s\n", dump_lines[i]);
+	fclose(f);
+	held = convert_dump(path, false, err, sizeof(err));
+	assert_non_null(held);
+	paths[0] = paths[1] = path;
+	s = convert_dumps_sink(paths, 1, err, sizeof(err));
+	assert_non_null(s);
+	f = open_memstream(&buf, &len);
+	assert_int_equal(convert_sink_write(s, f, &n, err, sizeof(err)), 0);
+	fclose(f);
+	convert_sink_free(s);
+	streamed = json_loads(buf, 0, NULL);
+	assert_non_null(streamed);
+	assert_int_equal(n, json_array_size(json_object_get(held, "traceEvents")));
+	assert_true(json_equal(held, streamed));
+	json_decref(streamed);
+	free(buf);
+	/* the same dump twice, as two hosts: every event twice, still in time order */
+	s = convert_dumps_sink(paths, 2, err, sizeof(err));
+	assert_non_null(s);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	assert_int_equal(convert_sink_write(s, f, &n, err, sizeof(err)), 0);
+	fclose(f);
+	convert_sink_free(s);
+	streamed = json_loads(buf, 0, NULL);
+	assert_int_equal(n, 2 * json_array_size(json_object_get(held, "traceEvents")));
+	{
+		json_t *ev = json_object_get(streamed, "traceEvents"), *e;
+		double last = 0;
+		size_t i;
+
+		assert_int_equal(json_array_size(ev), n);
+		json_array_foreach(ev, i, e)
+		{
+			assert_true(num(e, "ts") >= last);
+			last = num(e, "ts");
+		}
+	}
+	json_decref(streamed);
+	json_decref(held);
+	free(buf);
+	/* a dump that is not one: NULL, with why */
+	paths[0] = "/nonexistent/dump.jsonl";
+	assert_null(convert_dumps_sink(paths, 1, err, sizeof(err)));
+	assert_non_null(strstr(err, "/nonexistent/dump.jsonl"));
+	unlink(path);
+}
+
 static void test_convert_bad_dump(void **state)
 {
 	static const char *const bad[] = {"{\"nccltrace\":1,\"start_ns\":1}", "{not json"};
@@ -208,6 +275,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_convert_contract),
 		cmocka_unit_test(test_convert_nesting),
+		cmocka_unit_test(test_convert_streamed),
 		cmocka_unit_test(test_convert_bad_dump),
 	};
 

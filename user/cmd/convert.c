@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* `nccltrace convert DUMP -o TRACE.json`: the command around convert_dump(). */
+/* `nccltrace convert DUMP... -o TRACE.json`: the command around convert_dumps_sink(). */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,7 +20,8 @@ int convert_main(int argc, char **argv)
 	};
 	const char *outp = NULL;
 	char err[512];
-	json_t *t;
+	struct convert_sink *sink;
+	size_t n = 0;
 	int c, fd, rc;
 	FILE *f;
 
@@ -52,10 +53,9 @@ int convert_main(int argc, char **argv)
 				strerror(errno));
 			return EXIT_NOINPUT;
 		}
-	/* several dumps: one job's hosts, on one time axis */
-	t = argc - optind > 1 ? convert_dumps(argv + optind, argc - optind, false, err, sizeof(err))
-			      : convert_dump(argv[optind], false, err, sizeof(err));
-	if (!t) {
+	/* several dumps: one job's hosts, on one time axis; the events spilled, not held */
+	sink = convert_dumps_sink(argv + optind, argc - optind, err, sizeof(err));
+	if (!sink) {
 		fprintf(stderr, "nccltrace: %s\n", err);
 		return EXIT_DATAERR;
 	}
@@ -65,17 +65,16 @@ int convert_main(int argc, char **argv)
 		fprintf(stderr, "nccltrace: cannot write %s: %s\n", outp, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		json_decref(t);
+		convert_sink_free(sink);
 		return EXIT_CANTCREAT;
 	}
-	rc = json_dumpf(t, f, JSON_COMPACT);
+	rc = convert_sink_write(sink, f, &n, err, sizeof(err));
+	convert_sink_free(sink);
 	if (fclose(f) || rc) {
-		fprintf(stderr, "nccltrace: cannot write %s\n", outp);
-		json_decref(t);
+		fprintf(stderr, "nccltrace: cannot write %s%s%s\n", outp, rc ? ": " : "",
+			rc ? err : "");
 		return EXIT_IOERR;
 	}
-	printf("%zu trace events written to %s; open it in https://ui.perfetto.dev\n",
-	       json_array_size(json_object_get(t, "traceEvents")), outp);
-	json_decref(t);
+	printf("%zu trace events written to %s; open it in https://ui.perfetto.dev\n", n, outp);
 	return 0;
 }

@@ -37,8 +37,31 @@ struct launch {
 	uint64_t ts;
 };
 
+/* An event spilled to the sink's file: where, and its time for the final order */
+struct spilled {
+	double ts;
+	uint64_t seq;
+	off_t off;
+	size_t len;
+};
+
+struct convert_sink {
+	FILE *spill; /* an unlinked temporary file: the events, compact JSON, as produced */
+	off_t size;
+	struct spilled *ev;
+	int n, cap;
+	bool failed; /* a write to the spill failed (disk full): said once, at the end */
+};
+
 struct conv {
 	bool phases_only; /* for report: the slices and names, nothing else */
+	/*
+	 * Where finished events go: with a sink, each is spilled there once the next one starts
+	 * (its caller fills it in between), so ev holds one event at a time; else ev holds all
+	 */
+	struct convert_sink *sink;
+	void (*place)(json_t *e, void *ctx);
+	void *place_ctx;
 	json_t *ev;
 	uint64_t start, end;
 	bool header;
@@ -79,10 +102,55 @@ static double us(const struct conv *c, uint64_t ts)
 	return ts > c->start ? (double)(ts - c->start) / 1e3 : 0;
 }
 
+static void spill(struct convert_sink *s, json_t *e)
+{
+	char *txt;
+	size_t len;
+
+	if (s->failed)
+		return;
+	txt = json_dumps(e, JSON_COMPACT);
+	if (!txt || (s->n == s->cap && grow(&s->ev, &s->cap, s->n, sizeof(*s->ev), 1024))) {
+		free(txt);
+		s->failed = true;
+		return;
+	}
+	len = strlen(txt);
+	if (fwrite(txt, 1, len, s->spill) != len) {
+		s->failed = true;
+	} else {
+		s->ev[s->n] = (struct spilled){json_number_value(json_object_get(e, "ts")),
+					       (uint64_t)s->n, s->size, len};
+		s->n++;
+		s->size += (off_t)len;
+	}
+	free(txt);
+}
+
+/* a sink's pending events, finished: placed, spilled, let go */
+static void flush(struct conv *c)
+{
+	size_t i;
+	json_t *e;
+
+	if (!c->sink)
+		return;
+	json_array_foreach(c->ev, i, e)
+	{
+		if (c->place)
+			c->place(e, c->place_ctx);
+		spill(c->sink, e);
+	}
+	json_array_clear(c->ev);
+}
+
 static json_t *event(struct conv *c, const char *ph, const char *name, int pid, int tid,
 		     uint64_t ts)
 {
-	json_t *e = json_object();
+	json_t *e;
+
+	flush(c);
+	e = json_object();
 
 	json_object_set_new(e, "ph", json_string(ph));
 	json_object_set_new(e, "name", json_string(name));
@@ -459,36 +527,140 @@ static json_t *sorted(json_t *ev)
 	return out;
 }
 
+/* path's events into c->ev (or c->sink): 0, or -1 with the reason in err */
+static int convert_run(struct conv *c, const char *path, char *err, size_t errlen)
+{
+	c->ev = json_array();
+	if (!c->ev || dump_read(path, on_record, c, err, errlen))
+		return -1;
+	/* phases still open at the end of the trace end there */
+	for (int i = 0; i < c->ntracks; i++)
+		while (c->tracks[i].depth)
+			pop(c, &c->tracks[i], c->end);
+	collective_slices(c);
+	flush(c);
+	return 0;
+}
+
+static void conv_free(struct conv *c)
+{
+	for (int i = 0; i < c->ntracks; i++)
+		for (int d = 0; d < c->tracks[i].depth; d++)
+			json_decref(c->tracks[i].f[d].args);
+	json_decref(c->ev);
+	free(c->tracks);
+	dump_conns_free(&c->conns);
+	free(c->launch);
+	free(c);
+}
+
+struct convert_sink *convert_sink_new(char *err, size_t errlen)
+{
+	struct convert_sink *s = calloc(1, sizeof(*s));
+
+	if (s)
+		s->spill = tmpfile();
+	if (!s || !s->spill) {
+		snprintf(err, errlen, "cannot make a temporary file for the events: %s",
+			 strerror(errno));
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int convert_dump_into(struct convert_sink *s, const char *path, void (*place)(json_t *, void *),
+		      void *ctx, char *err, size_t errlen)
+{
+	struct conv *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	c->sink = s;
+	c->place = place;
+	c->place_ctx = ctx;
+	rc = convert_run(c, path, err, errlen);
+	conv_free(c);
+	return rc;
+}
+
+static int spilled_cmp(const void *a, const void *b)
+{
+	const struct spilled *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int convert_sink_write(struct convert_sink *s, FILE *f, size_t *n, char *err, size_t errlen)
+{
+	size_t cap = 0;
+	char *buf = NULL;
+	int rc = 0;
+
+	if (s->failed || fflush(s->spill)) {
+		snprintf(err, errlen, "cannot keep the events in a temporary file: %s",
+			 strerror(errno ? errno : EIO));
+		return -1;
+	}
+	/* in time order (stable): slices are made when they close, after what they contain */
+	if (s->n)
+		qsort(s->ev, (size_t)s->n, sizeof(*s->ev), spilled_cmp);
+	fputs("{\"traceEvents\":[", f);
+	for (int i = 0; i < s->n && !rc; i++) {
+		const struct spilled *e = &s->ev[i];
+
+		if (e->len + 1 > cap) {
+			char *nb = realloc(buf, e->len + 1);
+
+			if (!nb) {
+				rc = -1;
+				break;
+			}
+			buf = nb;
+			cap = e->len + 1;
+		}
+		if (pread(fileno(s->spill), buf, e->len, e->off) != (ssize_t)e->len) {
+			rc = -1;
+			break;
+		}
+		if ((i && fputc(',', f) == EOF) || fwrite(buf, 1, e->len, f) != e->len)
+			rc = -1;
+	}
+	fputs("],\"displayTimeUnit\":\"ms\"}", f);
+	free(buf);
+	if (rc)
+		snprintf(err, errlen, "cannot copy the events: %s", strerror(errno ? errno : EIO));
+	*n = (size_t)s->n;
+	return rc;
+}
+
+void convert_sink_free(struct convert_sink *s)
+{
+	if (!s)
+		return;
+	fclose(s->spill);
+	free(s->ev);
+	free(s);
+}
+
 json_t *convert_dump(const char *path, bool phases_only, char *err, size_t errlen)
 {
 	struct conv *c = calloc(1, sizeof(*c));
-	json_t *out;
+	json_t *out = NULL;
 
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
 	c->phases_only = phases_only;
-	c->ev = json_array();
-	if (dump_read(path, on_record, c, err, errlen)) {
-		json_decref(c->ev);
-		out = NULL;
-		goto done;
-	}
-	/* phases still open at the end of the trace end there */
-	for (int i = 0; i < c->ntracks; i++)
-		while (c->tracks[i].depth)
-			pop(c, &c->tracks[i], c->end);
-	collective_slices(c);
-	out = json_pack("{s:o,s:s}", "traceEvents", sorted(c->ev), "displayTimeUnit", "ms");
-	json_decref(c->ev);
-done:
-	for (int i = 0; i < c->ntracks; i++)
-		for (int d = 0; d < c->tracks[i].depth; d++)
-			json_decref(c->tracks[i].f[d].args);
-	free(c->tracks);
-	dump_conns_free(&c->conns);
-	free(c->launch);
-	free(c);
+	if (!convert_run(c, path, err, errlen))
+		out = json_pack("{s:o,s:s}", "traceEvents", sorted(c->ev), "displayTimeUnit",
+				"ms");
+	conv_free(c);
 	return out;
 }

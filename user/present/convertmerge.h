@@ -18,5 +18,10 @@ double convert_offset_s(json_t *first_header, json_t *header);
 json_t *convert_header(const char *path, char *err, size_t errlen);
 /* The merged trace of paths[0..n); NULL with a one-line reason in err. */
 json_t *convert_dumps(char **paths, int n, bool phases_only, char *err, size_t errlen);
+/*
+ * The same, one dump or several, in a sink (convert_sink: the events are not held), for
+ * convert_sink_write; NULL with a one-line reason in err.
+ */
+struct convert_sink *convert_dumps_sink(char **paths, int n, char *err, size_t errlen);
 
 #endif /* NT_CONVERTMERGE_H */

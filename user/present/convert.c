@@ -557,12 +557,21 @@ static void conv_free(struct conv *c)
 struct convert_sink *convert_sink_new(char *err, size_t errlen)
 {
 	struct convert_sink *s = calloc(1, sizeof(*s));
+	const char *dir = getenv("TMPDIR");
+	char tmpl[4096];
+	int fd = -1;
 
-	if (s)
-		s->spill = tmpfile();
+	/* an unlinked file in $TMPDIR (tmpfile() would ignore it), else /tmp */
+	snprintf(tmpl, sizeof(tmpl), "%s/nccltrace-convert-XXXXXX", dir && *dir ? dir : "/tmp");
+	if (s && (fd = mkostemp(tmpl, O_CLOEXEC)) >= 0) {
+		unlink(tmpl);
+		s->spill = fdopen(fd, "w+");
+	}
 	if (!s || !s->spill) {
-		snprintf(err, errlen, "cannot make a temporary file for the events: %s",
-			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "cannot make a temporary file for the events in %s: %s",
+			 dir && *dir ? dir : "/tmp", strerror(errno));
 		free(s);
 		return NULL;
 	}

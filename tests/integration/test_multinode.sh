@@ -6,7 +6,7 @@
 # 2 waits on host a, host c's on host b). `watch` over the three tracers' /state names rank 3 on
 # host b within threshold + 2 s of the wait's start, with host b's evidence; the merged `report`
 # of the three dumps names it too; /metrics passes promtool; the token and listen rules hold.
-# checks: 33
+# checks: 34
 . "$(dirname "$0")/lib.sh"
 [ -n "${KEEP_TMP:-}" ] && at_exit "cp -r $TMP /tmp/mn-keep"
 
@@ -217,13 +217,24 @@ check watch_usage "exit $RC: $OUT" -- error_is 64 $RC "$OUT"
 # a two-node torchrun on one GPU machine: a 4-rank ring on loopback split 2+1+1, rank 2 asleep
 # with its own tracer. Alone, its tracer sees nobody wait; merged, the loopback ends are joined
 L=127.0.0.1,127.0.0.1,127.0.0.1,127.0.0.1
+k=0
 for part in 0-1 2-2 3-3; do
-	"$NT" run --no-tui -t $THRESH --dump "$TMP/lo-$part.jsonl" -- "$RJ" --ranks 4 --hosts $L \
+	"$NT" run --no-tui -t $THRESH --listen 127.0.0.1:$((PORT + 10 + k)) \
+		--dump "$TMP/lo-$part.jsonl" -- "$RJ" --ranks 4 --hosts $L \
 		--port 47500 --local-ranks $part --duration 12 --stall-rank 2 --stall-after 3 \
 		--stall-for 6 >"$TMP/lo-$part.out" 2>&1 &
+	k=$((k + 1))
 done
+# watch of the three, one hostname: named as report names them, the culprit on the second
+wait_for 12 grep -qs "STALL rank 2" "$TMP/lo-2-2.out"
+sleep $((THRESH + 2))
+"$NT" watch --once --json 127.0.0.1:$((PORT + 10)) 127.0.0.1:$((PORT + 11)) \
+	127.0.0.1:$((PORT + 12)) >"$TMP/lo-once.json" 2>"$TMP/lo-once.err"
 wait
 P2=$(marker_pid "$TMP/lo-2-2.out")
+H=$(hostname)
+check one_host_watch "watch: $(jq -c '[.hosts[].host], [.findings[] | {kind, rank, pid, host}]' "$TMP/lo-once.json" 2>&1 | tr '\n' ' ') $(head -c 200 "$TMP/lo-once.err")" -- \
+	jqe "([.hosts[].host] == [\"$H\", \"$H#2\", \"$H#3\"]) and ([.findings[] | select(.kind == \"stall\" and .rank == 2 and .pid == $P2 and .host == \"$H#2\")] | length == 1) and (.findings | length == 1)" "$TMP/lo-once.json"
 check one_host_blind "rank 2's own tracer: $(jq -c 'select(.type=="finding") | .summary' "$TMP/lo-2-2.jsonl" | head -2)" -- \
 	no_record 'select(.type=="finding")' "$TMP/lo-2-2.jsonl"
 RL=$("$NT" report --json "$TMP/lo-0-1.jsonl" "$TMP/lo-2-2.jsonl" "$TMP/lo-3-3.jsonl")

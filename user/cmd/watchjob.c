@@ -51,9 +51,13 @@ static int64_t take(struct watch *w, int i, json_t **doc)
 	snprintf(w->host[i], sizeof(w->host[i]), "%s", host ? host : w->ep[i].spec);
 	snprintf(w->lo[i], sizeof(w->lo[i]), "%s",
 		 json_string_value(json_object_get(o, "loopback")) ?: "");
+	/* a hostname twice (two "nodes" of one machine): "#N" after it, as report names it */
 	for (int k = 0; k < i; k++)
-		if (!strcmp(w->host[k], w->host[i]))
-			snprintf(w->host[i], sizeof(w->host[i]), "%s", w->ep[i].spec);
+		if (!strcmp(w->host[k], w->host[i])) {
+			snprintf(w->host[i], sizeof(w->host[i]), "%.60s#%d", host ? host : "?",
+				 i + 1);
+			break;
+		}
 	*doc = o;
 	return json_integer_value(now) + json_integer_value(b2r) - w->ref_b2r;
 }

@@ -84,6 +84,21 @@ static void latch(struct pgroup *g, struct pcomm **mem, const struct ntprof_rec 
 	}
 }
 
+/* the least ordinal above o that some member still holds a record of; UINT64_MAX if none */
+static uint64_t next_pending(struct pcomm **mem, int nm, uint64_t o)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int k = 0; k < nm; k++)
+		for (int i = 0; i < mem[k]->npend; i++)
+			if (mem[k]->pend[i].ord > o) {
+				if (mem[k]->pend[i].ord < best)
+					best = mem[k]->pend[i].ord;
+				break;
+			}
+	return best;
+}
+
 /*
  * Compare the ranks of group g (members mem[0..nm)) at each ordinal all of them have launched;
  * latch the first whose signatures differ.
@@ -104,7 +119,8 @@ static void compare_group(struct pgroup *g, struct pcomm **mem, int nm)
 			pend_drop_upto(mem[k], UINT64_MAX);
 		return;
 	}
-	for (uint64_t o = g->verified + 1; !g->latched && o <= upto; o++) {
+	/* o != 0: past UINT64_MAX (counts from a rank's memory) it wraps */
+	for (uint64_t o = g->verified + 1; !g->latched && o != 0 && o <= upto; o++) {
 		const struct ntprof_rec *r[nm];
 		bool all = true, differ = false, cum = false;
 
@@ -113,12 +129,19 @@ static void compare_group(struct pgroup *g, struct pcomm **mem, int nm)
 			all &= r[k] != NULL;
 		}
 		if (!all) {
-			/* lost on some rank (overwritten before a tick read it) */
+			/*
+			 * lost on some rank (overwritten before a tick read it), up to the next
+			 * ordinal any rank still holds: the counts come from the ranks' memory,
+			 * so the span can be anything, and is not walked one by one
+			 */
+			uint64_t end = next_pending(mem, nm, o);
+
+			end = end - 1 < upto ? end - 1 : upto;
 			if (!g->gap)
 				g->gap_from = o;
 			g->gap = true;
-			g->uncompared++;
-			g->verified = o;
+			g->uncompared += end - o + 1;
+			g->verified = o = end;
 			continue;
 		}
 		for (int k = 1; k < nm; k++) {

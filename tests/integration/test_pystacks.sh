@@ -24,8 +24,9 @@ PY38=$(find_python 3.8)
 kill_job() { pkill -9 -f "$JOB" 2>/dev/null; true; }
 at_exit kill_job
 
-# marker OUT KIND: "rank pid file line" of the job's "pyring: KIND" line of rank 1 (STALL) or 2
-marker_of() { sed -n "s/^pyring: $2 rank \([0-9]*\) pid \([0-9]*\) file \([^ ]*\) line \([0-9]*\).*/\1 \2 \3 \4/p" "$1" | head -1; }
+# marker OUT KIND: "rank pid file line" of the job's "pyring: KIND" line of rank 1 (STALL) or 2,
+# wherever in a line it is (the tracer's stderr shares the file: a line of it may come first)
+marker_of() { sed -n "s/.*pyring: $2 rank \([0-9]*\) pid \([0-9]*\) file \([^ ]*\) line \([0-9]*\).*/\1 \2 \3 \4/p" "$1" | head -1; }
 
 # scenario NAME PYTHON: 13 checks
 scenario() {

@@ -291,12 +291,27 @@ static void test_untraced_peer_named_by_log(void **state)
 		.ncomm = 1,
 		.comm = {{.hash = 0xc0ffee, .rank = 0, .nranks = 4}},
 		.npath = 3,
-		.path = {{.comm = 0, .from = 3, .to = 0, .side = SNAP_LOG_RECV, .net = true,
-			  .channels = 0x3, .transport = "NET/Socket/0"},
-			 {.comm = 0, .from = 0, .to = 1, .side = SNAP_LOG_SEND, .net = true,
-			  .channels = 0x3, .transport = "NET/Socket/0"},
-			 {.comm = 0, .from = 0, .to = 2, .side = SNAP_LOG_SENDER, .p2p = true,
-			  .channels = 0x1, .transport = "P2P/IPC"}},
+		.path = {{.comm = 0,
+			  .from = 3,
+			  .to = 0,
+			  .side = SNAP_LOG_RECV,
+			  .net = true,
+			  .channels = 0x3,
+			  .transport = "NET/Socket/0"},
+			 {.comm = 0,
+			  .from = 0,
+			  .to = 1,
+			  .side = SNAP_LOG_SEND,
+			  .net = true,
+			  .channels = 0x3,
+			  .transport = "NET/Socket/0"},
+			 {.comm = 0,
+			  .from = 0,
+			  .to = 2,
+			  .side = SNAP_LOG_SENDER,
+			  .p2p = true,
+			  .channels = 0x1,
+			  .transport = "P2P/IPC"}},
 	};
 	struct world *w = world_new();
 	struct finding out[MAX_OUT];
@@ -345,8 +360,8 @@ static void test_untraced_peer_named_by_log(void **state)
 	assert_false(out[0].remote_named);
 	/* two ranks it receives from over NET: the log cannot say which */
 	w->conns[ci].nccl_label = "net (net accept)";
-	log.path[2] = (struct snap_log_path){.comm = 0, .from = 2, .to = 0, .side = SNAP_LOG_RECV,
-					     .net = true, .channels = 0x4};
+	log.path[2] = (struct snap_log_path){
+		.comm = 0, .from = 2, .to = 0, .side = SNAP_LOG_RECV, .net = true, .channels = 0x4};
 	assert_int_equal(run(w, out), 1);
 	assert_false(out[0].remote_named);
 	free(w);

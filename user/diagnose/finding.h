@@ -45,11 +45,11 @@ enum finding_kind {
 
 struct finding {
 	enum finding_kind kind;
-	char key[96];	   /* identity across snapshots: kind and culprit (pid or address) */
-	int pid;	   /* the culprit process (0 for an address nobody answers) */
-	int rank;	   /* its rank, -1 if none */
-	int peer_pid;	   /* the process waiting on it the longest, 0 if none */
-	int peer_rank;	   /* its rank, -1 if none */
+	char key[96];  /* identity across snapshots: kind and culprit (pid or address) */
+	int pid;       /* the culprit process (0 for an address nobody answers) */
+	int rank;      /* its rank, -1 if none */
+	int peer_pid;  /* the process waiting on it the longest, 0 if none */
+	int peer_rank; /* its rank, -1 if none */
 	/*
 	 * An untraced peer's rank (another host's), where the waiter's NCCL log names it; named,
 	 * it is who the wait is on, never the cause (remote_named false: not known)

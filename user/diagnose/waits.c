@@ -518,9 +518,19 @@ static void describe_address(const struct snapshot *s, struct finding *f, char *
 		add_evidence(f,
 			     "NCCL log of %s: its NET %s on %s %s rank %d alone (Channel lines), "
 			     "and this socket is one it %s; no tracer here sees rank %d",
-			     wn, rx ? "[receive]" : tx ? "[send]" : "[send] and [receive]", chs,
-			     rx ? "is from" : tx ? "is to" : "are with", rr.rank,
-			     rx ? "accepted" : tx ? "connected" : "has", rr.rank);
+			     wn,
+			     rx	  ? "[receive]"
+			     : tx ? "[send]"
+				  : "[send] and [receive]",
+			     chs,
+			     rx	  ? "is from"
+			     : tx ? "is to"
+				  : "are with",
+			     rr.rank,
+			     rx	  ? "accepted"
+			     : tx ? "connected"
+				  : "has",
+			     rr.rank);
 	}
 	if (f->kind == FINDING_CONN_ERROR && w && w->nccl_setup != SNAP_SETUP_NONE) {
 		f->kind = w->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED

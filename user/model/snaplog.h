@@ -140,10 +140,10 @@ struct snap_conn;
 
 /* The rank at the other end of a net-transport socket, as the owner's NCCL log names it */
 struct snap_log_remote {
-	int rank;			 /* in comm */
+	int rank;			  /* in comm */
 	const struct snap_log_comm *comm; /* the owner's communicator whose Channel lines say it */
-	int side;	  /* SNAP_LOG_SEND or SNAP_LOG_RECV: the Channel lines' */
-	uint64_t channels; /* theirs */
+	int side;			  /* SNAP_LOG_SEND or SNAP_LOG_RECV: the Channel lines' */
+	uint64_t channels;		  /* theirs */
 };
 
 /*

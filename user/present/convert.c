@@ -668,8 +668,7 @@ json_t *convert_dump(const char *path, bool phases_only, char *err, size_t errle
 	}
 	c->phases_only = phases_only;
 	if (!convert_run(c, path, err, errlen))
-		out = json_pack("{s:o,s:s}", "traceEvents", sorted(c->ev), "displayTimeUnit",
-				"ms");
+		out = json_pack("{s:o,s:s}", "traceEvents", sorted(c->ev), "displayTimeUnit", "ms");
 	conv_free(c);
 	return out;
 }

@@ -493,7 +493,6 @@ static void chain_findings(const struct snapshot *s, const struct diag_config *c
 static void describe_address(const struct snapshot *s, struct finding *f, char *cn, size_t len)
 {
 	const struct snap_proc *w = snapshot_proc(s, f->peer_pid);
-
 	const struct snap_conn *c = &s->conns[f->conn];
 	struct snap_log_remote rr;
 	char ep[64];
@@ -504,8 +503,14 @@ static void describe_address(const struct snapshot *s, struct finding *f, char *
 		 f->kind == FINDING_CONN_ERROR ? "connect unanswered" : "untraced peer silent");
 	/* another host's rank, where the waiter's NCCL log names it: who, never why */
 	if (f->kind != FINDING_CONN_ERROR && snap_log_remote_rank(s, c, &rr)) {
+		/* how the log and the socket name it: [receive], [send], or both on one rank */
+		static const char *const how[3][3] = {{"[receive]", "is from", "accepted"},
+						      {"[send]", "is to", "connected"},
+						      {"[send] and [receive]", "are with", "has"}};
+		const char *const *h = how[rr.side == SNAP_LOG_RECV   ? 0
+					   : rr.side == SNAP_LOG_SEND ? 1
+								      : 2];
 		char wn[48], chs[48], of[40] = "";
-		bool rx = rr.side == SNAP_LOG_RECV, tx = rr.side == SNAP_LOG_SEND;
 
 		if (!w || rr.comm->nranks != w->world_size)
 			snprintf(of, sizeof(of), " of comm %016llx",
@@ -518,19 +523,7 @@ static void describe_address(const struct snapshot *s, struct finding *f, char *
 		add_evidence(f,
 			     "NCCL log of %s: its NET %s on %s %s rank %d alone (Channel lines), "
 			     "and this socket is one it %s; no tracer here sees rank %d",
-			     wn,
-			     rx	  ? "[receive]"
-			     : tx ? "[send]"
-				  : "[send] and [receive]",
-			     chs,
-			     rx	  ? "is from"
-			     : tx ? "is to"
-				  : "are with",
-			     rr.rank,
-			     rx	  ? "accepted"
-			     : tx ? "connected"
-				  : "has",
-			     rr.rank);
+			     wn, h[0], chs, h[1], rr.rank, h[2], rr.rank);
 	}
 	if (f->kind == FINDING_CONN_ERROR && w && w->nccl_setup != SNAP_SETUP_NONE) {
 		f->kind = w->nccl_setup == SNAP_SETUP_INIT ? FINDING_INIT_BLOCKED

@@ -179,7 +179,13 @@ static void test_handshake_blocked_inside(void **state)
 					  "handshake stage Connecting"));
 	assert_true(
 		evidence_has(&out[0], "QP 0x100 on mlx5_0 at INIT for 7.0s: never reached RTS"));
+	/* a call stamped after the snapshot's time (another host's /state) is not centuries old */
+	j->procs[1].ib_hs.since_ns = NOW + 1000;
+	n = diagnose(&j->s, &cfg, out, 8);
+	for (int i = 0; i < n; i++)
+		assert_int_not_equal(out[i].kind, FINDING_RING_SETUP_BLOCKED);
 	/* polling alone (the peer is merely slow to answer) names nobody */
+	j->procs[1].ib_hs.since_ns = NOW - 6 * SEC;
 	j->procs[1].ib_hs.inside = false;
 	n = diagnose(&j->s, &cfg, out, 8);
 	for (int i = 0; i < n; i++)
@@ -248,6 +254,22 @@ static void test_handshake_sampling(void **state)
 	assert_int_equal(sp.ib_hs.probe, NT_P_IB_ACCEPT);
 	assert_false(sp.ib_hs.inside);
 	assert_int_equal(sp.ib_hs.since_ns, NOW - 5 * SEC);
+	/*
+	 * the stack is read after the tick took its time: a call entered since (stamped after
+	 * NOW) is a thread polling, not one inside a call for centuries (CI named such a rank
+	 * "blocked inside ncclIbConnect for 18446744073.7s" at the end of a handshake stall)
+	 */
+	fake_stack.depth = 1;
+	fake_stack.f[0].probe = NT_P_IB_CONNECT;
+	fake_stack.f[0].since_ns = NOW + 3000;
+	fake_stack.poll_probe = NT_P_IB_CONNECT;
+	fake_stack.poll_first_ns = NOW - 4 * SEC;
+	fake_stack.poll_last_ns = NOW + 3000;
+	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.ib_hs.probe, NT_P_IB_CONNECT);
+	assert_false(sp.ib_hs.inside);
+	assert_int_equal(sp.ib_hs.since_ns, NOW - 4 * SEC);
 	/* no call for over a second: no handshake at all */
 	fake_stack.depth = 0;
 	fake_stack.poll_last_ns = NOW - 2 * SEC;

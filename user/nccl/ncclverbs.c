@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "nccl/ibwarn.h"
+#include "util/clock.h"
 #include "nccl/ncclstate_priv.h"
 
 /* ibv_qp_attr_mask bits, as <infiniband/verbs.h> has them */
@@ -46,18 +47,19 @@ void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
 			 * Inside one call: the frame on top is an IB connect/accept a second old,
 			 * and the thread has started no call since (the latest call's entry is that
 			 * frame's, within a millisecond): a frame whose return was lost would look
-			 * old while the thread goes on polling
+			 * old while the thread goes on polling. The stack is read after the tick
+			 * took its time: a call entered since is not a second old
 			 */
 			if (st.depth > 0 && d < NT_PHASE_DEPTH &&
 			    (st.f[d].probe == NT_P_IB_CONNECT || st.f[d].probe == NT_P_IB_ACCEPT) &&
-			    now - st.f[d].since_ns > NT_NSEC_PER_SEC &&
+			    clock_age_ns(now, st.f[d].since_ns) > NT_NSEC_PER_SEC &&
 			    st.poll_last_ns - st.f[d].since_ns < NT_NSEC_PER_SEC / 1000) {
 				hs = (struct snap_ib_handshake){st.f[d].probe, true,
 								st.f[d].since_ns, st.poll_stage,
 								p->th[k].tid};
 				break;
 			}
-			if (st.poll_probe && now - st.poll_last_ns <= NT_NSEC_PER_SEC)
+			if (st.poll_probe && clock_age_ns(now, st.poll_last_ns) <= NT_NSEC_PER_SEC)
 				hs = (struct snap_ib_handshake){st.poll_probe, false,
 								st.poll_first_ns, st.poll_stage,
 								p->th[k].tid};

@@ -22,4 +22,13 @@ static inline uint64_t clock_real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * How long before now t was, 0 if t is not before it: state read live after a tick took its
+ * time (a BPF map) can carry a later stamp, and unsigned now - t would be centuries.
+ */
+static inline uint64_t clock_age_ns(uint64_t now, uint64_t t)
+{
+	return t < now ? now - t : 0;
+}
+
 #endif /* NT_CLOCK_H */

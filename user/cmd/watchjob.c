@@ -62,17 +62,24 @@ static int64_t take(struct watch *w, int i, json_t **doc)
 	return json_integer_value(now) + json_integer_value(b2r) - w->ref_b2r;
 }
 
-/*
- * One round: fetch, merge, diagnose; how many tracers answered. Every snapshot is taken as of
- * the newest one's time (the tracers' ticks differ by up to 0.2 s): its ages read short by that
- * at most, never long.
- */
 int watch_round(struct watch *w)
+{
+	int ok = watchpoll_round(w->ep, w->n, w->token_file ? w->token : NULL, 1000);
+
+	watch_absorb(w);
+	return ok;
+}
+
+/*
+ * Every snapshot is taken as of the newest one's time (the tracers' ticks differ by up to
+ * 0.2 s): its ages read short by that at most, never long.
+ */
+void watch_absorb(struct watch *w)
 {
 	struct snapmerge_in in[w->n];
 	int64_t now[w->n], newest = 0;
 	json_t *doc[w->n];
-	int ok = watchpoll_round(w->ep, w->n, w->token_file ? w->token : NULL, 1000), k = 0;
+	int k = 0;
 	char err[160];
 
 	for (int i = 0; i < w->n; i++) {
@@ -102,12 +109,11 @@ int watch_round(struct watch *w)
 							w->lo[i][0] ? w->lo[i] : NULL};
 	}
 	if (!k)
-		return 0;
+		return;
 	snapstore_free(w->merged);
 	w->merged = snapmerge(in, k);
 	if (w->merged)
 		jobview_step(&w->v, w->merged, w->ref_b2r);
-	return ok;
 }
 
 void watch_free(struct watch *w)

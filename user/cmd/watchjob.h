@@ -33,8 +33,13 @@ struct watch {
 
 /* The endpoints of specs[0..n) (pointed to, not copied); -1 on ENOMEM. */
 int watch_alloc(struct watch *w, char **specs, int n);
-/* One round: fetch, merge, diagnose; how many tracers answered. */
+/* One round: fetch, then watch_absorb; how many tracers answered. */
 int watch_round(struct watch *w);
+/*
+ * The answers in ep[].body (ep[].err "" where there is one): put them on one clock, merge and
+ * diagnose them as one job. What another host controls enters here (tests/fuzz/fuzz_state.c).
+ */
+void watch_absorb(struct watch *w);
 void watch_free(struct watch *w);
 
 #endif /* NT_WATCHJOB_H */

@@ -233,8 +233,8 @@ int listener__open(struct listener **out, const char *spec, const char *token_fi
 {
 	(void)out, (void)spec, (void)token_file, (void)page, (void)ctx;
 	snprintf(err, errlen,
-		 "--listen is not in the static build (no libmicrohttpd): use "
-		 "build/nccltrace");
+		 "--listen is not in the static build (no libmicrohttpd): on a node without "
+		 "nccltrace's libraries use the bundle (make bundle: build/nccltrace-bundle)");
 	return EXIT_UNAVAILABLE;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include "cmd/cli.h"
 #include "cmd/subcmds.h"
 
@@ -8,6 +9,8 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
+	/* started by the bundle's loader (scripts/bundle.sh), ps and top would say ld-linux */
+	prctl(PR_SET_NAME, "nccltrace");
 	if (!cmd) {
 		fputs(cli_main_help, stderr);
 		return EXIT_USAGE;

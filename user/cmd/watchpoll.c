@@ -137,7 +137,10 @@ void watchpoll_free(struct endpoint *e, int n)
 int watchpoll_init(struct endpoint *e, int n, char *err, size_t errlen)
 {
 	(void)e, (void)n;
-	snprintf(err, errlen, "watch is not in the static build (no libcurl): use build/nccltrace");
+	snprintf(err, errlen,
+		 "watch is not in the static build (no libcurl): on a node without "
+		 "nccltrace's libraries use the bundle (make bundle: "
+		 "build/nccltrace-bundle)");
 	return -1;
 }
 

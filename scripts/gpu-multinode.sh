@@ -7,11 +7,13 @@
 # for STALL_FOR seconds in its training loop. Then each node's own report and the merged one;
 # PASS when the merged report names rank 1 with its pid from the job's marker, and node 0's
 # tracer alone names the rank it waits on (rank 1, from its NCCL log), never as the cause.
-#   scripts/gpu-multinode.sh [NCCLTRACE]   (default build/nccltrace-static; $OUT for the dumps;
+#   scripts/gpu-multinode.sh [NCCLTRACE]   (default the bundle, build/nccltrace-bundle/nccltrace
+#   (make bundle), else build/nccltrace-static; $OUT for the dumps;
 #   LIBNCCL=/path/libnccl.so.2: that NCCL, preloaded, instead of the wheel's)
 set -u
 cd "$(dirname "$0")/.."
-NT=${1:-build/nccltrace-static}
+NT=${1:-build/nccltrace-bundle/nccltrace}
+[ -n "${1:-}" ] || [ -x "$NT" ] || NT=build/nccltrace-static
 OUT=${OUT:-gpu-out}
 STALL_FOR=${STALL_FOR:-15}
 mkdir -p "$OUT"

@@ -331,6 +331,16 @@ void sf_put(json_t *o, const void *base, const struct sf *tab, int n)
 	}
 }
 
+void sf_clamp(void *base, const struct sf *tab, int n, uint64_t now)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t *t = (uint64_t *)((char *)base + tab[i].off);
+
+		if (tab[i].type == SF_TIME && *t > now)
+			*t = now;
+	}
+}
+
 void sf_get(json_t *o, void *base, const struct sf *tab, int n, int64_t shift)
 {
 	for (int i = 0; i < n; i++) {

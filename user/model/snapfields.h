@@ -37,6 +37,9 @@ void sf_put(json_t *o, const void *base, const struct sf *tab, int n);
 /* The fields of o into base (absent ones left as they are); times moved by shift. */
 void sf_get(json_t *o, void *base, const struct sf *tab, int n, int64_t shift);
 
+/* Every time field of base, named by tab, that is after now made now (see snapshot_clamp). */
+void sf_clamp(void *base, const struct sf *tab, int n, uint64_t now);
+
 /* The tables (snapfields.c). */
 extern const struct sf sf_conn[], sf_sconn[], sf_proc[], sf_comm[], sf_ib_err[], sf_qp[], sf_ib[],
 	sf_stack[], sf_frame[], sf_log[], sf_log_comm[], sf_log_path[], sf_log_gdr[], sf_log_env[],

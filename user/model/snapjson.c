@@ -437,6 +437,8 @@ struct snapstore *snapjson_parse(json_t *o, int64_t shift, char *err, size_t err
 		if (json_is_object(v))
 			comm_parse(&s->comms[s->ncomms++], v, shift);
 	}
+	/* another host's times, or a hostile document's, after its own now: none is */
+	snapshot_clamp(s);
 	return st;
 nomem:
 	snapstore_free(st);

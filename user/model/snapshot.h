@@ -286,6 +286,15 @@ struct snapshot {
 	const struct snap_index *ix; /* NULL: lookups scan (snapshot_index builds one) */
 };
 
+/*
+ * Every time of s's processes, communicators and connections that is after s->now_ns made
+ * now_ns. A stamp read after the snapshot took its time (a BPF map read live, a rank's memory
+ * through the profiler plugin) or from another host (`/state`, a dump's state record) may be
+ * later, and an age now - t of unsigned times would be centuries: a rank "in setup for 584
+ * years" is a waiter past any threshold, and a wrong culprit follows. diagnose() gets none.
+ */
+void snapshot_clamp(struct snapshot *s);
+
 /* The index of s (s->ix is not set: the caller points a copy at it). 0 or -ENOMEM. */
 int snapshot_index(const struct snapshot *s, struct snap_index *ix);
 void snapshot_index_free(struct snap_index *ix);

@@ -83,6 +83,98 @@ static void test_ring_setup_blocked(void **state)
 	free(w);
 }
 
+/*
+ * Real NCCL's first collective at 8 ranks, rank 5 late to it (asleep in its own code): the
+ * lazy ring setup of ranks 4 and 6, its neighbours, waits on it; the other five got through
+ * their setup at once (their peers were there), launched AllReduce #1 and wait for it outside
+ * NCCL, in cudaStreamSynchronize, running. They are outside NCCL and out of the setup for
+ * longer than the threshold, like rank 5: only rank 5 may be named, once, or no one; never a
+ * rank that took part in the setup the others wait in.
+ */
+static void first_collective_late(struct world *w, bool counters)
+{
+	job(w, 8);
+	for (int r = 0; r < 8; r++) {
+		struct snap_proc *p = proc(w, 100 + r);
+
+		if (r == 4 || r == 6) {
+			in_setup(p, SNAP_SETUP_TRANSPORT, STALL_START, "ncclTransportP2pSetup");
+			p->nccl_setup_seen_ns = NOW;
+			p->nccl_transport_entered_ns = STALL_START;
+		} else if (r != 5) {
+			/* in its setup from 20 ms before the waiters, through it 50 ms after */
+			p->state = 'R';
+			p->cpu_busy_ns = SEC;
+			snprintf(p->where, sizeof(p->where), "cudaStreamSynchronize");
+			p->nccl_setup_seen_ns = STALL_START;
+			p->nccl_transport_entered_ns = STALL_START - 20 * MSEC;
+		} else {
+			snprintf(p->where, sizeof(p->where), "clock_nanosleep");
+		}
+		if (counters)
+			add_comm(w, r, 8, r == 4 || r == 5 || r == 6 ? 0 : 1,
+				 r == 4 || r == 5 || r == 6 ? STALL_START - SEC
+							    : STALL_START + 50 * MSEC);
+	}
+}
+
+static void test_first_collective_late_at_scale(void **state)
+{
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int counters = 0; counters < 2; counters++) {
+		struct world *w = world_new();
+		int n;
+
+		first_collective_late(w, counters);
+		n = run(w, out);
+		for (int i = 0; i < n; i++)
+			if (out[i].kind != FINDING_CONFIG)
+				assert_int_equal(out[i].rank, 5);
+		/* the waiters' setup names its culprit */
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0].pid, 105);
+		assert_true(has_waiter(&out[0], 104) && has_waiter(&out[0], 106));
+		/*
+		 * rank 5 in its setup too: every rank behind is launching, none is named (which
+		 * of the three holds the others is the sockets' or the handshake's to say)
+		 */
+		in_setup(proc(w, 105), SNAP_SETUP_TRANSPORT, STALL_START, "ncclTransportP2pSetup");
+		proc(w, 105)->nccl_transport_entered_ns = STALL_START;
+		n = run(w, out);
+		for (int i = 0; i < n; i++)
+			assert_int_equal(out[i].kind, FINDING_CONFIG);
+		free(w);
+	}
+	/*
+	 * without counters: rank 5's last setup of that kind long before (another
+	 * communicator's): it is named still; the others entered theirs a second before the
+	 * waiters (slower to their first collective): still with them
+	 */
+	{
+		struct world *w = world_new();
+		int n;
+
+		first_collective_late(w, false);
+		proc(w, 105)->nccl_transport_entered_ns = STALL_START - 60 * SEC;
+		for (int r = 0; r < 8; r++)
+			if (r != 4 && r != 5 && r != 6)
+				proc(w, 100 + r)->nccl_transport_entered_ns = STALL_START - SEC;
+		n = run(w, out);
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0].pid, 105);
+		/* before the change this guards, the first rank outside NCCL was named: rank 0 */
+		for (int r = 0; r < 8; r++)
+			if (r != 4 && r != 5 && r != 6)
+				proc(w, 100 + r)->nccl_transport_entered_ns = 0;
+		n = run(w, out);
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0].pid, 100);
+		free(w);
+	}
+}
+
 static void test_init_blocked_and_slow_init(void **state)
 {
 	struct world *w = world_new();
@@ -185,6 +277,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ring_setup_blocked),
+		cmocka_unit_test(test_first_collective_late_at_scale),
 		cmocka_unit_test(test_init_blocked_and_slow_init),
 		cmocka_unit_test(test_rank_never_started),
 		cmocka_unit_test(test_killed_while_in_setup),

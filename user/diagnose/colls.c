@@ -635,13 +635,37 @@ static bool someone_waits(const struct snapshot *s, const struct comm_view *v)
 	return false;
 }
 
-/* Ordered, not equal: the members with the fewest launches hold the others. */
+/*
+ * A member behind that is inside its transport setup is launching the collective the others
+ * launched (NCCL connects lazily inside the first one's call, before the launch counts): it
+ * takes part, and waits like them, on whom its setup waits for.
+ */
+static bool launching(const struct snapshot *s, const struct snap_comm *c)
+{
+	const struct snap_proc *p = snapshot_proc(s, c->pid);
+
+	return p && !p->exited && p->nccl_setup == SNAP_SETUP_TRANSPORT;
+}
+
+/*
+ * Ordered, not equal: the members with the fewest launches hold the others, those launching
+ * (in their setup) excepted: at scale, a rank late to the first collective leaves its ring
+ * neighbours in their setup, as few launches behind as it, while the others launched and wait.
+ * The ones launching wait too; if every member behind is launching, the counters name none
+ * (the setup's own rules, the sockets and the IB handshake say who they wait for).
+ */
 static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 			    struct finding *out, int *n, int max)
 {
 	uint64_t wsince = 0;
+	bool culprit = false;
 
 	if (!someone_waits(s, v))
+		return;
+	for (int k = 0; k < v->nm; k++)
+		culprit |= snap_comm_total(&s->comms[v->mem[k]]) == v->least &&
+			   !launching(s, &s->comms[v->mem[k]]);
+	if (!culprit)
 		return;
 
 	for (int k = 0; k < v->nm; k++) {
@@ -656,7 +680,7 @@ static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 		struct finding *f = NULL;
 		bool fresh = false;
 
-		if (snap_comm_total(c) != v->least)
+		if (snap_comm_total(c) != v->least || launching(s, c))
 			continue;
 		/* the ranks ahead wait inside the collective: not culprits */
 		for (int j = 0; j < v->nm; j++)
@@ -681,7 +705,7 @@ static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 		for (int j = 0; j < v->nm; j++) {
 			const struct snap_comm *w = &s->comms[v->mem[j]];
 
-			if (snap_comm_total(w) == v->least)
+			if (snap_comm_total(w) == v->least && !launching(s, w))
 				continue;
 			add_waiter(s, f, w->pid);
 			if (!f->peer_pid) {

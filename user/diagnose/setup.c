@@ -6,20 +6,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/clock.h"
 #include "util/fmt.h"
 #include "diagnose/rules.h"
+
+/* When p last entered setup cls (its outermost call's entry), 0: never */
+static uint64_t entered(const struct snap_proc *p, int cls)
+{
+	return cls == SNAP_SETUP_INIT ? p->nccl_init_entered_ns : p->nccl_transport_entered_ns;
+}
 
 /*
  * The rank of the job (of WORLD_SIZE world, if known) that is not in setup cls, unnamed so far:
  * outside NCCL, stopped or exited (a live one first). A rank busy in another NCCL phase may be
  * progressing, perhaps slowly: never it; nor one that was inside a setup within the threshold
  * (left_after): it has just got through, ahead of the others (their setups end a moment
- * later), and is outside NCCL between its first collectives. The ranks of the others like it
- * go into others[].
+ * later), and is outside NCCL between its first collectives. Nor one that entered this setup
+ * with the waiters (round_from: no earlier than a threshold before the first of them) and got
+ * through: it took part. At scale most ranks do, their peers being there, and then wait for
+ * their first collective outside NCCL (real NCCL's kernels run without the calling thread:
+ * cudaStreamSynchronize), out of the setup for longer than the threshold like the rank that
+ * never came; only that one has not entered it. The ranks of the others like it go into
+ * others[].
  */
 static const struct snap_proc *setup_culprit(const struct snapshot *s, const bool *named, int cls,
-					     int world, uint64_t left_after, int *others,
-					     int *nothers)
+					     int world, uint64_t left_after, uint64_t round_from,
+					     int *others, int *nothers)
 {
 	const struct snap_proc *cul = NULL;
 
@@ -34,6 +46,8 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 		if (!p->exited && !stopped && p->nccl_phase[0])
 			continue;
 		if (!p->exited && p->nccl_setup_seen_ns > left_after)
+			continue;
+		if (entered(p, cls) && entered(p, cls) >= round_from)
 			continue;
 		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;
@@ -190,9 +204,9 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 				world = p->world_size;
 		}
 		cul = nw ? setup_culprit(s, named, cls, world,
-					 s->now_ns > cfg->stall_threshold_ns
-						 ? s->now_ns - cfg->stall_threshold_ns
-						 : 0,
+					 clock_age_ns(s->now_ns, cfg->stall_threshold_ns),
+					 clock_age_ns(longest->nccl_setup_since_ns,
+						      cfg->stall_threshold_ns),
 					 others, &nothers)
 			 : NULL;
 		if (nw && !cul)

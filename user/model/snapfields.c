@@ -84,6 +84,8 @@ const struct sf sf_proc[] = {
 	I(struct snap_proc, nccl_setup),
 	T(struct snap_proc, nccl_setup_since_ns),
 	T(struct snap_proc, nccl_setup_seen_ns),
+	T(struct snap_proc, nccl_init_entered_ns),
+	T(struct snap_proc, nccl_transport_entered_ns),
 	U(struct snap_proc, nccl_retries),
 	T(struct snap_proc, nccl_last_retry_ns),
 	I(struct snap_proc, nccl_burst_warnings),

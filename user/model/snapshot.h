@@ -137,9 +137,14 @@ struct snap_proc {
 	char nccl_phase[64]; /* innermost NCCL phase (main thread first), "" outside */
 	uint64_t nccl_since_ns;
 	int nccl_setup; /* enum snap_setup: inside communicator init or transport setup */
-	uint64_t nccl_setup_since_ns;	/* since when (the outermost such call) */
-	bool nccl_setup_at_attach;	/* entered before nccltrace attached: since the attach */
-	uint64_t nccl_setup_seen_ns;	/* the last tick that saw it inside a setup, 0: never */
+	uint64_t nccl_setup_since_ns; /* since when (the outermost such call) */
+	bool nccl_setup_at_attach;    /* entered before nccltrace attached: since the attach */
+	uint64_t nccl_setup_seen_ns;  /* the last tick that saw it inside a setup, 0: never */
+	/*
+	 * when it last entered a communicator init, and a transport setup (its outermost call,
+	 * from the probe's entry: exact however short the setup was), 0: never
+	 */
+	uint64_t nccl_init_entered_ns, nccl_transport_entered_ns;
 	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
 	int nset;
 	uint64_t nccl_retries; /* connect retries NCCL made (socketConnectCheck) */

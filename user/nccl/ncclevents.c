@@ -416,6 +416,10 @@ static json_t *phase_event(struct nproc *p, struct nthread *t, const struct nt_e
 		phase_detail(e, t->detail[t->depth - 1], sizeof(t->detail[0]));
 		t->seeded--;
 	} else if (t && !e->ret) {
+		int cls = t->depth ? SNAP_SETUP_NONE : nstate_setup_class(p, e->probe);
+
+		if (cls != SNAP_SETUP_NONE)
+			p->setup_entered_ns[cls] = e->h.ts_ns;
 		if (t->depth < NT_PHASE_DEPTH) {
 			t->probe[t->depth] = e->probe;
 			t->since[t->depth] = e->h.ts_ns;

@@ -164,6 +164,8 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 	sp->ib = p && p->has_ibv ? &p->ibv : NULL;
 	if (p)
 		sp->ib_hs = p->ib_hs;
+	sp->nccl_init_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_INIT] : 0;
+	sp->nccl_transport_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_TRANSPORT] : 0;
 	nprof_proc_snap(s, sp);
 }
 
@@ -343,8 +345,7 @@ bool nccl_state__phase(const struct nccl_state *s, int pid, uint64_t *since_ns, 
 	return true;
 }
 
-/* The class of the setup a process is in with probe as its thread's outermost frame */
-static int setup_class(const struct nproc *p, int probe)
+int nstate_setup_class(const struct nproc *p, int probe)
 {
 	/* the first collective after a communicator's init: the lazy ring connect is inside */
 	if (nt_probe_api_coll(probe))
@@ -379,7 +380,7 @@ static const struct nthread *setup_thread(const struct nproc *p)
 	for (int i = 0; p && i < p->nth; i++) {
 		const struct nthread *t = &p->th[i];
 
-		if (t->depth <= 0 || !setup_class(p, t->probe[0]))
+		if (t->depth <= 0 || !nstate_setup_class(p, t->probe[0]))
 			continue;
 		if (t->tid == p->pid)
 			return t;
@@ -397,7 +398,7 @@ int nccl_state__setup(const struct nccl_state *s, int pid, uint64_t *since_ns)
 	if (!best)
 		return SNAP_SETUP_NONE;
 	*since_ns = best->since[0];
-	return setup_class(p, best->probe[0]);
+	return nstate_setup_class(p, best->probe[0]);
 }
 
 uint64_t nccl_state__setup_seen(struct nccl_state *s, int pid, bool inside, uint64_t now)

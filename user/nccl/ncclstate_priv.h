@@ -81,6 +81,8 @@ struct nproc {
 	 */
 	uint64_t coll_returns, coll_returns_at_init;
 	uint64_t setup_seen_ns; /* the last tick that saw it inside a setup, 0: never */
+	/* when its outermost call last entered a setup, by class (enum snap_setup), 0: never */
+	uint64_t setup_entered_ns[SNAP_SETUP_TRANSPORT + 1];
 };
 
 struct nccl_state {
@@ -125,6 +127,8 @@ struct nproc *nstate_proc(struct nccl_state *s, int pid);
 const struct nproc *nstate_find(const struct nccl_state *s, int pid);
 /* Thread tid of p, added if new; NULL when p has too many. */
 struct nthread *nstate_thread(struct nproc *p, int tid);
+/* The class of the setup (enum snap_setup) a process is in with probe its thread's outermost frame */
+int nstate_setup_class(const struct nproc *p, int probe);
 /* "ring setup": a probe's phase, else its name */
 const char *nstate_probe_label(int probe);
 /* "p2p setup (ring)": frame d of thread t */

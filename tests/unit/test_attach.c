@@ -317,6 +317,42 @@ static struct stack_frame frame(const char *sym)
 	return f;
 }
 
+static void api_event(struct nccl_state *s, int probe, bool ret, uint64_t ts)
+{
+	struct nt_ev_nccl ev = {.h = {.type = NT_EV_NCCL, .ts_ns = ts},
+				.pid = 100,
+				.tid = 100,
+				.probe = probe,
+				.ret = ret,
+				.depth = 1};
+
+	json_decref(nccl_state__event(s, &ev));
+}
+
+/*
+ * When a rank last entered an init and a transport setup, from its calls' entries: exact for a
+ * setup shorter than a tick, which no tick sees (setup.c: it took part)
+ */
+static void test_setup_entered(void **state)
+{
+	struct nccl_state *s = nccl_state__new(NULL, NULL);
+	struct snap_proc sp = {.pid = 100};
+
+	(void)state;
+	api_event(s, NT_P_API_INIT_RANK, false, 10 * SEC);
+	api_event(s, NT_P_API_INIT_RANK, true, 11 * SEC);
+	/* the first collective after init: its lazy connect, 20 ms */
+	api_event(s, NT_P_API_ALLREDUCE, false, 12 * SEC);
+	api_event(s, NT_P_API_ALLREDUCE, true, 12 * SEC + 20 * 1000000ULL);
+	/* the second one sets nothing up */
+	api_event(s, NT_P_API_ALLREDUCE, false, 13 * SEC);
+	api_event(s, NT_P_API_ALLREDUCE, true, 13 * SEC + 1000);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.nccl_init_entered_ns, 10 * SEC);
+	assert_int_equal(sp.nccl_transport_entered_ns, 12 * SEC);
+	nccl_state__free(s);
+}
+
 /* A thread inside NCCL's ring setup when nccltrace attached: in it from the attach on */
 static void test_seed_phases(void **state)
 {
@@ -400,7 +436,7 @@ int main(void)
 		cmocka_unit_test(test_to_conn_ages),   cmocka_unit_test(test_seed_apply),
 		cmocka_unit_test(test_seed_refresh),   cmocka_unit_test(test_job_root),
 		cmocka_unit_test(test_job_members),    cmocka_unit_test(test_cli_attach),
-		cmocka_unit_test(test_seed_phases),
+		cmocka_unit_test(test_seed_phases),    cmocka_unit_test(test_setup_entered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,6 +171,18 @@ static void test_first_collective_late_at_scale(void **state)
 		n = run(w, out);
 		assert_int_equal(n, 1);
 		assert_int_equal(out[0].pid, 100);
+		/*
+		 * every rank outside entered with them, rank 3 then died in it: no participant,
+		 * the dead one is named
+		 */
+		for (int r = 0; r < 8; r++)
+			if (r != 4 && r != 6)
+				proc(w, 100 + r)->nccl_transport_entered_ns = STALL_START - SEC;
+		set_exited(proc(w, 103), SIGKILL, STALL_START + SEC);
+		n = run(w, out);
+		assert_int_equal(n, 1);
+		assert_int_equal(out[0].pid, 103);
+		assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
 		free(w);
 	}
 }

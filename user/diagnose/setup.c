@@ -23,7 +23,7 @@ static uint64_t entered(const struct snap_proc *p, int cls)
  * (left_after): it has just got through, ahead of the others (their setups end a moment
  * later), and is outside NCCL between its first collectives. Nor one that entered this setup
  * with the waiters (round_from: no earlier than a threshold before the first of them) and got
- * through: it took part. At scale most ranks do, their peers being there, and then wait for
+ * through alive: it took part. At scale most ranks do, their peers being there, and then wait for
  * their first collective outside NCCL (real NCCL's kernels run without the calling thread:
  * cudaStreamSynchronize), out of the setup for longer than the threshold like the rank that
  * never came; only that one has not entered it. The ranks of the others like it go into
@@ -47,7 +47,7 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 			continue;
 		if (!p->exited && p->nccl_setup_seen_ns > left_after)
 			continue;
-		if (entered(p, cls) && entered(p, cls) >= round_from)
+		if (!p->exited && entered(p, cls) && entered(p, cls) >= round_from)
 			continue;
 		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;

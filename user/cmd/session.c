@@ -340,8 +340,11 @@ void session_tick(struct session *s, bool force_snapshot)
 	s->snap.tcp_resumed_ns = s->tcp_resumed_ns;
 	s->snap.job_over = s->job_exited;
 	nccl_snapshot(s, now);
-	/* the BPF maps and the ranks' memory were read after now: no time of theirs is later */
-	snapshot_clamp(&s->snap);
+	/*
+	 * the phase stacks (BPF) and the ranks' memory were read after now: no time of theirs is
+	 * later (the connection map was read before it)
+	 */
+	snapshot_clamp_procs(&s->snap);
 	learn_rhythm(s, now);
 	stackwatch_attach(s->stackw, &s->snap);
 	n = diagnose(&s->snap, &s->diag, s->found, s->found ? MAX_FINDINGS : 0);

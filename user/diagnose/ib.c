@@ -8,7 +8,6 @@
 #include <string.h>
 #include "diagnose/rules.h"
 #include "nccl/ibwarn.h"
-#include "util/clock.h"
 
 /*
  * The rank behind NCCL's "peer 10.0.0.2<43517>": the traced process at the other end of p's
@@ -202,7 +201,7 @@ void ib_handshake_findings(const struct snapshot *s, const struct diag_config *c
 		char pn[48], ws[112];
 
 		if (p->exited || !h->probe || !h->inside ||
-		    clock_age_ns(s->now_ns, h->since_ns) <= cfg->stall_threshold_ns)
+		    s->now_ns - h->since_ns <= cfg->stall_threshold_ns)
 			continue;
 		call = h->probe == NT_P_IB_CONNECT ? "ncclIbConnect" : "ncclIbAccept";
 		/* the sockets may name it already (the handshake runs over TCP): make it this */

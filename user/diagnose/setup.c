@@ -6,9 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "util/clock.h"
 #include "util/fmt.h"
 #include "diagnose/rules.h"
+
+/* d before t, 0 if t is not that late */
+static uint64_t earlier(uint64_t t, uint64_t d)
+{
+	return t > d ? t - d : 0;
+}
 
 /* When p last entered setup cls (its outermost call's entry), 0: never */
 static uint64_t entered(const struct snap_proc *p, int cls)
@@ -203,11 +208,11 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 			if (p->world_size > 0)
 				world = p->world_size;
 		}
-		cul = nw ? setup_culprit(s, named, cls, world,
-					 clock_age_ns(s->now_ns, cfg->stall_threshold_ns),
-					 clock_age_ns(longest->nccl_setup_since_ns,
-						      cfg->stall_threshold_ns),
-					 others, &nothers)
+		cul = nw ? setup_culprit(
+				   s, named, cls, world,
+				   earlier(s->now_ns, cfg->stall_threshold_ns),
+				   earlier(longest->nccl_setup_since_ns, cfg->stall_threshold_ns),
+				   others, &nothers)
 			 : NULL;
 		if (nw && !cul)
 			missing = missing_rank(s, world);

@@ -102,22 +102,27 @@ static int by_pid_cmp(const void *a, const void *b)
 	return pa < pb ? -1 : pa > pb;
 }
 
-/*
- * O(P log P + C log P): the processes sorted by pid, then each connection's owner found by a
- * binary search and the connections bucketed by owner (a counting sort, stable).
- */
-void snapshot_clamp(struct snapshot *s)
+void snapshot_clamp_procs(struct snapshot *s)
 {
 	for (int i = 0; i < s->nprocs; i++)
 		sf_clamp(&s->procs[i], sf_proc, sf_proc_n, s->now_ns);
 	for (int i = 0; i < s->ncomms; i++)
 		sf_clamp(&s->comms[i], sf_comm, sf_comm_n, s->now_ns);
+}
+
+void snapshot_clamp(struct snapshot *s)
+{
+	snapshot_clamp_procs(s);
 	for (int i = 0; i < s->nconns; i++) {
 		sf_clamp(&s->conns[i], sf_sconn, sf_sconn_n, s->now_ns);
 		sf_clamp(&s->conns[i].c, sf_conn, sf_conn_n, s->now_ns);
 	}
 }
 
+/*
+ * O(P log P + C log P): the processes sorted by pid, then each connection's owner found by a
+ * binary search and the connections bucketed by owner (a counting sort, stable).
+ */
 int snapshot_index(const struct snapshot *s, struct snap_index *ix)
 {
 	struct snapshot tmp = *s;

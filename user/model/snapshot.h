@@ -299,6 +299,11 @@ struct snapshot {
  * years" is a waiter past any threshold, and a wrong culprit follows. diagnose() gets none.
  */
 void snapshot_clamp(struct snapshot *s);
+/*
+ * The processes' and communicators' times only: the tracer's tick reads the connection map
+ * before it takes its time, and nothing else after, so its connections need no pass each tick.
+ */
+void snapshot_clamp_procs(struct snapshot *s);
 
 /* The index of s (s->ix is not set: the caller points a copy at it). 0 or -ENOMEM. */
 int snapshot_index(const struct snapshot *s, struct snap_index *ix);

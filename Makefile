@@ -157,13 +157,17 @@ test: $(UNIT_BINS)
 	$(Q)scripts/check-layers.sh
 	$(Q)scripts/run-tests.sh --unit $(UNIT_BINS)
 
-# all three passes run, whatever the first gives: CI reports every failure at once
+# all three passes run, whatever the first gives: CI reports every failure at once, and the
+# passes' failures again at the end (build/check-summary.txt), where a log's tail shows them
+CHECK_SUMMARY := $(abspath $(OUTPUT))/check-summary.txt
 check: all $(UNIT_BINS)
 	$(Q)scripts/check-layers.sh
-	$(Q)rc=0; \
-	scripts/run-tests.sh --unit $(UNIT_BINS) --integration tests/integration || rc=1; \
-	$(MAKE) --no-print-directory asan-check || rc=1; \
+	$(Q)rc=0; rm -f $(CHECK_SUMMARY); \
+	NT_SUMMARY=$(CHECK_SUMMARY) NT_PASS=plain \
+		scripts/run-tests.sh --unit $(UNIT_BINS) --integration tests/integration || rc=1; \
+	NT_SUMMARY=$(CHECK_SUMMARY) $(MAKE) --no-print-directory asan-check || rc=1; \
 	$(MAKE) --no-print-directory fuzz || rc=1; \
+	echo; echo "make check:"; cat $(CHECK_SUMMARY) 2>/dev/null; \
 	exit $$rc
 
 unit-bins: $(UNIT_BINS)
@@ -184,7 +188,7 @@ SAN_SKIP := test_bundle
 asan-check: all asan
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 NCCLTRACE_LIBDIR=$(abspath $(OUTPUT)) \
 		SKIP_SCRIPTS="$(SAN_SKIP)" \
-		SKIP_SCRIPTS_WHY="not in the sanitizers' pass (Makefile SAN_SKIP says why)" \
+		SKIP_SCRIPTS_WHY="not in the sanitizers' pass (Makefile SAN_SKIP says why)" NT_PASS=sanitized \
 		NT_TRACER=$(abspath $(SAN_OUT))/nccltrace scripts/run-tests.sh \
 		--unit $(patsubst $(OUTPUT)/%,$(SAN_OUT)/%,$(UNIT_BINS)) --integration tests/integration
 

@@ -5,7 +5,9 @@
 # why" for a block), and ends with one line: "N passed, N failed, N skipped". Each integration
 # script declares its checks ("# checks: N"); one that reports more or fewer, or exits nonzero,
 # fails. The integration tests as a whole skip only when asked (SKIP_INTEGRATION=1): without
-# root or BPF they fail. Exit status 1 if anything failed.
+# root or BPF they fail. Exit status 1 if anything failed. NT_SUMMARY=FILE (with NT_PASS=label)
+# also appends the failures and the count line there: make check prints them last, so that
+# a CI log's tail names what failed, whatever followed.
 set -u
 
 passed=0 failed=0 skipped=0
@@ -135,4 +137,10 @@ if [ ${#failures[@]} -gt 0 ]; then
 	printf '  %s\n' "${failures[@]}"
 fi
 echo "$passed passed, $failed failed, $skipped skipped"
+if [ -n "${NT_SUMMARY:-}" ]; then
+	{
+		echo "${NT_PASS:-tests}: $passed passed, $failed failed, $skipped skipped"
+		[ ${#failures[@]} -eq 0 ] || printf '  %s\n' "${failures[@]}"
+	} >>"$NT_SUMMARY"
+fi
 [ "$failed" -eq 0 ]

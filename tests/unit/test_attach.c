@@ -353,6 +353,68 @@ static void test_setup_entered(void **state)
 	nccl_state__free(s);
 }
 
+/* pid's snapshot after a stack of thread tid (innermost first) was seeded at 5 s */
+static uint64_t gpu_wait_seeded(int tid, const char *const *syms, int n)
+{
+	struct nccl_state *s = nccl_state__new(NULL, NULL);
+	struct stack_frame f[8];
+	struct snap_proc sp = {.pid = 100};
+
+	for (int i = 0; i < n; i++)
+		f[i] = frame(syms[i]);
+	nccl_state__seed_stack(s, 100, tid, f, n, 5 * SEC);
+	nccl_state__seed_done(s, 100);
+	nccl_state__proc_snap(s, &sp);
+	nccl_state__free(s);
+	return sp.gpu_wait_at_attach_ns;
+}
+
+/*
+ * At attach, a rank whose main thread waits on its GPU outside NCCL launched work (setup.c:
+ * it took part in a first collective's setup under way); a copy that waits for nothing, a
+ * thread in NCCL, or another thread's wait say nothing of it
+ */
+static void test_seed_gpu_wait(void **state)
+{
+	(void)state;
+#define GPU_WAIT(tid, ...)                                                                         \
+	gpu_wait_seeded(tid, (const char *const[]){__VA_ARGS__},                                   \
+			sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *))
+	assert_int_equal(GPU_WAIT(100, "ioctl", "cuStreamSynchronize", "main"), 5 * SEC);
+	/* the per-thread default stream's variant, reached through the runtime */
+	assert_int_equal(
+		GPU_WAIT(100, "", "cuStreamSynchronize_ptsz", "cudaStreamSynchronize", "main"),
+		5 * SEC);
+	assert_int_equal(GPU_WAIT(100, "cuMemcpyDtoH_v2", "cudaMemcpy", "main"), 5 * SEC);
+	assert_int_equal(GPU_WAIT(100, "cudaMemcpyAsync", "main"), 0);
+	assert_int_equal(GPU_WAIT(100, "cuStreamSynchronizeX", "main"), 0);
+	assert_int_equal(GPU_WAIT(100, "clock_nanosleep", "main"), 0);
+	/* inside NCCL (a stream sync of its own, in its setup) */
+	assert_int_equal(GPU_WAIT(100, "cuStreamSynchronize",
+				  "_Z24ncclTransportRingConnectP8ncclComm", "pncclAllReduce",
+				  "main"),
+			 0);
+	/* not its main thread */
+	assert_int_equal(GPU_WAIT(101, "cuStreamSynchronize", "start_thread"), 0);
+#undef GPU_WAIT
+}
+
+/* What the attach saw stays: a later stack's wait (a process in a finding) is not the attach's */
+static void test_seed_gpu_wait_later(void **state)
+{
+	struct nccl_state *s = nccl_state__new(NULL, NULL);
+	struct stack_frame sleep[] = {frame("clock_nanosleep"), frame("main")};
+	struct stack_frame wait[] = {frame("cuStreamSynchronize"), frame("main")};
+	struct snap_proc sp = {.pid = 100};
+
+	(void)state;
+	nccl_state__seed_stack(s, 100, 100, sleep, 2, 5 * SEC);
+	nccl_state__seed_stack(s, 100, 100, wait, 2, 9 * SEC);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.gpu_wait_at_attach_ns, 0);
+	nccl_state__free(s);
+}
+
 /* A thread inside NCCL's ring setup when nccltrace attached: in it from the attach on */
 static void test_seed_phases(void **state)
 {
@@ -437,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_seed_refresh),   cmocka_unit_test(test_job_root),
 		cmocka_unit_test(test_job_members),    cmocka_unit_test(test_cli_attach),
 		cmocka_unit_test(test_seed_phases),    cmocka_unit_test(test_setup_entered),
+		cmocka_unit_test(test_seed_gpu_wait),  cmocka_unit_test(test_seed_gpu_wait_later),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -187,6 +187,62 @@ static void test_first_collective_late_at_scale(void **state)
 	}
 }
 
+/*
+ * The same hang, attached to: the waiters' setup was under way (since the attach, at least),
+ * no entry of the ranks through it was seen, and no counter says who launched (a build whose
+ * communicators cannot be read). The stacks taken at attach show five of them waiting on
+ * their GPU, outside NCCL: they launched their first collective, their setup behind them.
+ */
+static void test_first_collective_late_attached(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	const uint64_t attach = STALL_START;
+	int n;
+
+	(void)state;
+	first_collective_late(w, false);
+	for (int r = 0; r < 8; r++) {
+		struct snap_proc *p = proc(w, 100 + r);
+
+		p->nccl_transport_entered_ns = 0;
+		p->nccl_setup_seen_ns = r == 4 || r == 6 ? NOW : 0;
+		p->nccl_setup_at_attach = r == 4 || r == 6;
+		if (r != 4 && r != 5 && r != 6)
+			p->gpu_wait_at_attach_ns = attach + r * MSEC;
+	}
+	n = run(w, out);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].pid, 105);
+	assert_true(has_waiter(&out[0], 104) && has_waiter(&out[0], 106));
+	/* what the stacks guard: without them the first rank outside NCCL was named, rank 0 */
+	for (int r = 0; r < 8; r++)
+		proc(w, 100 + r)->gpu_wait_at_attach_ns = 0;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 100);
+	/* rank 5 waited on its GPU at attach too (its own hung kernel?): no one is named */
+	for (int r = 0; r < 8; r++)
+		if (r != 4 && r != 6)
+			proc(w, 100 + r)->gpu_wait_at_attach_ns = attach;
+	assert_int_equal(run(w, out), 0);
+	/*
+	 * a setup that began after the attach (a later communicator's first collective, the
+	 * entries of the ranks through it seen): rank 5's wait at attach, shortly before, says
+	 * nothing of this one; it is named
+	 */
+	for (int r = 0; r < 8; r++) {
+		struct snap_proc *p = proc(w, 100 + r);
+
+		p->nccl_setup_at_attach = false;
+		if (r != 5)
+			p->nccl_transport_entered_ns = STALL_START - 20 * MSEC;
+	}
+	proc(w, 105)->gpu_wait_at_attach_ns = STALL_START - SEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 105);
+	free(w);
+}
+
 static void test_init_blocked_and_slow_init(void **state)
 {
 	struct world *w = world_new();
@@ -290,6 +346,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ring_setup_blocked),
 		cmocka_unit_test(test_first_collective_late_at_scale),
+		cmocka_unit_test(test_first_collective_late_attached),
 		cmocka_unit_test(test_init_blocked_and_slow_init),
 		cmocka_unit_test(test_rank_never_started),
 		cmocka_unit_test(test_killed_while_in_setup),

@@ -22,6 +22,20 @@ static uint64_t entered(const struct snap_proc *p, int cls)
 }
 
 /*
+ * p took part in setup cls of the round from round_from on (at_attach: under way when nccltrace
+ * attached): it entered it with the waiters, or, attached to a first collective's setup, p's
+ * stack showed it waiting on its GPU then (its first collective launched, the setup behind it:
+ * the entries of the ranks through it before the attach were never seen)
+ */
+static bool took_part(const struct snap_proc *p, int cls, uint64_t round_from, bool at_attach)
+{
+	if (entered(p, cls) && entered(p, cls) >= round_from)
+		return true;
+	return cls == SNAP_SETUP_TRANSPORT && at_attach && p->gpu_wait_at_attach_ns &&
+	       p->gpu_wait_at_attach_ns >= round_from;
+}
+
+/*
  * The rank of the job (of WORLD_SIZE world, if known) that is not in setup cls, unnamed so far:
  * outside NCCL, stopped or exited (a live one first). A rank busy in another NCCL phase may be
  * progressing, perhaps slowly: never it; nor one that was inside a setup within the threshold
@@ -36,7 +50,7 @@ static uint64_t entered(const struct snap_proc *p, int cls)
  */
 static const struct snap_proc *setup_culprit(const struct snapshot *s, const bool *named, int cls,
 					     int world, uint64_t left_after, uint64_t round_from,
-					     int *others, int *nothers)
+					     bool at_attach, int *others, int *nothers)
 {
 	const struct snap_proc *cul = NULL;
 
@@ -52,7 +66,7 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 			continue;
 		if (!p->exited && p->nccl_setup_seen_ns > left_after)
 			continue;
-		if (!p->exited && entered(p, cls) && entered(p, cls) >= round_from)
+		if (!p->exited && took_part(p, cls, round_from, at_attach))
 			continue;
 		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;
@@ -212,7 +226,7 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 				   s, named, cls, world,
 				   earlier(s->now_ns, cfg->stall_threshold_ns),
 				   earlier(longest->nccl_setup_since_ns, cfg->stall_threshold_ns),
-				   others, &nothers)
+				   longest->nccl_setup_at_attach, others, &nothers)
 			 : NULL;
 		if (nw && !cul)
 			missing = missing_rank(s, world);

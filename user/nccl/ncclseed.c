@@ -37,12 +37,39 @@ static bool internal_setup(int probe)
 	       probe == NT_P_P2P_SETUP || probe == NT_P_PROXY_CONNECT;
 }
 
+/*
+ * The CUDA calls that wait for a stream's, an event's or the device's work, in the driver
+ * (libcuda.so.1 exports them, _v2 and per-thread-stream _ptsz/_ptds variants included) or the
+ * runtime (cudart, dynamic or linked into a framework with its names kept); cudaMemcpy and
+ * the driver's synchronous device-to-host copies wait for the stream before theirs (what
+ * PyTorch's .item() and .cpu() come to)
+ */
+static bool cuda_wait_frame(const struct stack_frame *f)
+{
+	static const char *const waits[] = {
+		"cuStreamSynchronize",	 "cuEventSynchronize",
+		"cuCtxSynchronize",	 "cuMemcpyDtoH",
+		"cudaStreamSynchronize", "cudaEventSynchronize",
+		"cudaDeviceSynchronize", "cudaMemcpy",
+	};
+
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		size_t n = strlen(waits[i]);
+
+		/* the name or a variant of it (cuStreamSynchronize_ptsz), not cudaMemcpyAsync */
+		if (!strncmp(f->symbol, waits[i], n) && (!f->symbol[n] || f->symbol[n] == '_'))
+			return true;
+	}
+	return false;
+}
+
 void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct stack_frame *f,
 			    int n, uint64_t at_ns)
 {
 	struct nproc *p = nstate_proc(s, pid);
 	struct nthread *t = p ? nstate_thread(p, tid) : NULL;
 	int probes[NT_PHASE_DEPTH], np = 0, keep = 0;
+	bool gpu_wait = false;
 
 	/* followed by the probes (an entry seen, or phases above its seeded ones): theirs */
 	if (!t || t->depth != t->seeded)
@@ -55,10 +82,18 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 			t->role = id;
 			continue;
 		}
+		gpu_wait |= cuda_wait_frame(&f[i]);
 		if (!d || !d->phase)
 			continue;
 		probes[np++] = id;
 	}
+	/*
+	 * at attach (the thread's first stack), its main thread waits on its GPU, outside NCCL:
+	 * it launched work, the NCCL calls behind it returned (a first collective's setup among
+	 * them). A later stack (of a process in a finding) does not change what the attach saw
+	 */
+	if (tid == pid && gpu_wait && !np && !t->seed_ns)
+		p->gpu_wait_at_attach_ns = at_ns;
 	/* the seeded frames the new stack still has keep their start */
 	while (keep < np && keep < t->seeded && t->probe[keep] == probes[keep])
 		keep++;

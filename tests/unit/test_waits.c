@@ -62,6 +62,26 @@ static void test_sleeping_rank_stalls_ring(void **state)
 }
 
 /*
+ * The rank at the chain's end sleeps in its main thread, but a thread of it is kept runnable
+ * and unrun (a proxy spinning among more spinners than CPUs, as 8 ranks on 2 cores): its own
+ * tries are unseen, not absent. No culprit rather than it (the rank it would wait on, once run,
+ * is the one); run again, it is named.
+ */
+static void test_starved_sleeper_no_culprit(void **state)
+{
+	struct world *w = stalled_ring(4, 1, 'S');
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	proc(w, 101)->runnable_ns = 900 * MSEC;
+	assert_int_equal(run(w, out), 0);
+	proc(w, 101)->runnable_ns = 100 * MSEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 101);
+	free(w);
+}
+
+/*
  * The waiter saw nothing for 10 s, but the other end of its connection sent a moment ago: the
  * bytes are on their way (a loopback backlog on a busy node), the connection is not stalled, and
  * its sender asleep in its next call (or exited after its last send) is no culprit.
@@ -628,6 +648,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_healthy_ring),
 		cmocka_unit_test(test_sleeping_rank_stalls_ring),
+		cmocka_unit_test(test_starved_sleeper_no_culprit),
 		cmocka_unit_test(test_peer_end_just_sent),
 		cmocka_unit_test(test_stopped_rank),
 		cmocka_unit_test(test_slow_but_progressing),

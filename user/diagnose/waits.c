@@ -417,9 +417,16 @@ static bool culprit_evidence(const struct snapshot *s, const struct diag_config 
 		return false;
 	if (proc_trying(s, cfg, i))
 		return false;
+	/*
+	 * a thread of it runnable and not run, its main thread asleep or not: its next try on a
+	 * connection waits for a CPU (a proxy thread spinning among more spinners than CPUs, its
+	 * tries unseen for a second)
+	 */
+	if (starved(p))
+		return false;
 	if (p->state == 'S' || p->state == 'D' || p->state == 'I')
 		return true;
-	return p->state == 'R' && !starved(p) && p->cpu_busy_ns >= BUSY_NS;
+	return p->state == 'R' && p->cpu_busy_ns >= BUSY_NS;
 }
 
 /* The state of a wait search: each process's waited connection, and where its chain ends */

@@ -7,7 +7,7 @@
 # of nccltrace at any moment of the attach, leaves no thread stopped or traced and no BPF
 # program; a healthy job gives no finding; bad pids and missing privileges give one line and
 # their sysexits code.
-# checks: 59
+# checks: 62
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -182,6 +182,20 @@ check setup_since_from_attach "since_s $since: a setup entered before the attach
 check setup_phase_seeded "no thread of a waiter in transport setup from its stack" -- \
 	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.threads[]? | select(.phase != null) | .phase | test("socket accept|proxy call")' "$D"
 unharmed setup
+
+# --- real NCCL's shape at 8 ranks (--stream: a collective returns once launched, the rank then
+# waits on its "GPU" in cuStreamSynchronize), rank 5 late to its first collective: ranks 4 and 6
+# wait in their ring setup, the others got through it and wait on the GPU (rank 7 too, or it
+# waits in its setup for rank 6, by the order they connected in). A build with
+# its names but no DWARF (from source without -g): the communicators made before the attach
+# are not found, no counter says who launched. Only rank 5 may be named, never the first rank
+# outside NCCL ---
+LD_LIBRARY_PATH=$ROOT/build/fakenccl-nodebug attach_once gpuwait 4 launcher -- "$NJ" --ranks 8 \
+	--iters 3 --stream --fault ring-setup --fault-rank 5 --fault-for 12 --timeout 40
+named gpuwait ring_setup_blocked 5
+check gpuwait_evidence "the ranks through the setup not said, from their stacks: $(jq -c '.[0].evidence' <<<"$f" | head -c 600)" -- \
+	jqe '.[0].evidence | map(select(test("through it before the attach: ranks 0-3(,7)? .*waiting on the GPU"))) | length == 1' <<<"$f"
+unharmed gpuwait
 
 # --- the fake NCCL stripped to .dynsym: the stacks name only the public calls ---
 STRIPPED_DIR=$ROOT/build/fakenccl-stripped

@@ -366,6 +366,8 @@ static uint64_t gpu_wait_seeded(int tid, const char *const *syms, int n)
 	nccl_state__seed_done(s, 100);
 	nccl_state__proc_snap(s, &sp);
 	nccl_state__free(s);
+	/* the main thread's stack, taken, is known */
+	assert_int_equal(sp.stack_at_attach_ns, tid == 100 ? 5 * SEC : 0);
 	return sp.gpu_wait_at_attach_ns;
 }
 
@@ -412,6 +414,12 @@ static void test_seed_gpu_wait_later(void **state)
 	nccl_state__seed_stack(s, 100, 100, wait, 2, 9 * SEC);
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.gpu_wait_at_attach_ns, 0);
+	assert_int_equal(sp.stack_at_attach_ns, 5 * SEC);
+	/* a main thread that did not stop in time at the attach (no frames): unknown */
+	nccl_state__seed_stack(s, 200, 200, NULL, 0, 5 * SEC);
+	sp = (struct snap_proc){.pid = 200};
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.stack_at_attach_ns, 0);
 	nccl_state__free(s);
 }
 

@@ -21,18 +21,33 @@ static uint64_t entered(const struct snap_proc *p, int cls)
 	return cls == SNAP_SETUP_INIT ? p->nccl_init_entered_ns : p->nccl_transport_entered_ns;
 }
 
-/*
- * p took part in setup cls of the round from round_from on (at_attach: under way when nccltrace
- * attached): it entered it with the waiters, or, attached to a first collective's setup, p's
- * stack showed it waiting on its GPU then (its first collective launched, the setup behind it:
- * the entries of the ranks through it before the attach were never seen)
- */
-static bool took_part(const struct snap_proc *p, int cls, uint64_t round_from, bool at_attach)
+/* p entered setup cls with the waiters of the round from round_from on */
+static bool entered_with(const struct snap_proc *p, int cls, uint64_t round_from)
 {
-	if (entered(p, cls) && entered(p, cls) >= round_from)
-		return true;
+	return entered(p, cls) && entered(p, cls) >= round_from;
+}
+
+/*
+ * Attached to a first collective's setup under way (at_attach), p's stack then showed it
+ * waiting on its GPU: its first collective launched, the setup behind it (the entries of the
+ * ranks through it before the attach were never seen)
+ */
+static bool launched_at_attach(const struct snap_proc *p, int cls, uint64_t round_from,
+			       bool at_attach)
+{
 	return cls == SNAP_SETUP_TRANSPORT && at_attach && p->gpu_wait_at_attach_ns &&
 	       p->gpu_wait_at_attach_ns >= round_from;
+}
+
+/*
+ * Of the ranks outside a setup, which one to name first: a live one before an exited one (a
+ * consequence, often); attached to a setup under way, a live one whose main thread's stack the
+ * attach took (it is known to be outside) before one whose thread did not stop in time (it may
+ * have been through the setup, its wait on the GPU unseen)
+ */
+static int sureness(const struct snap_proc *p, bool at_attach)
+{
+	return p->exited ? 0 : at_attach && !p->stack_at_attach_ns ? 1 : 2;
 }
 
 /*
@@ -66,9 +81,10 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 			continue;
 		if (!p->exited && p->nccl_setup_seen_ns > left_after)
 			continue;
-		if (!p->exited && took_part(p, cls, round_from, at_attach))
+		if (!p->exited && (entered_with(p, cls, round_from) ||
+				   launched_at_attach(p, cls, round_from, at_attach)))
 			continue;
-		if (cul && (!cul->exited || p->exited)) {
+		if (cul && sureness(p, at_attach) <= sureness(cul, at_attach)) {
 			others[(*nothers)++] = p->rank;
 			continue;
 		}
@@ -158,9 +174,10 @@ void retry_findings(const struct snapshot *s, const struct diag_config *cfg, str
 /* The summary and evidence of a setup finding, its culprit (or missing rank) set. */
 static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 			   const struct snap_proc *cul, int missing, int world, int *others,
-			   int nothers)
+			   int nothers, uint64_t round_from, bool at_attach)
 {
 	char cn[64], ws[160], os[96];
+	int nlaunched = 0;
 
 	waiter_list(s, f, ws, sizeof(ws));
 	if (cul) {
@@ -184,6 +201,22 @@ static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 	if (nothers)
 		add_evidence(f, "not in it either: rank%s %s", nothers > 1 ? "s" : "",
 			     fmt_ranges(others, nothers, os, sizeof(os)));
+	/* why the ranks outside it that the probes never saw enter it are not named */
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+
+		if (p->rank >= 0 && !p->exited && p->nccl_setup != cls &&
+		    !entered_with(p, cls, round_from) &&
+		    launched_at_attach(p, cls, round_from, at_attach))
+			others[nlaunched++] = p->rank;
+	}
+	if (nlaunched)
+		add_evidence(f,
+			     "through it before the attach: rank%s %s (the attach found %s main "
+			     "thread waiting on the GPU, outside NCCL: a CUDA synchronize)",
+			     nlaunched > 1 ? "s" : "",
+			     fmt_ranges(others, nlaunched, os, sizeof(os)),
+			     nlaunched > 1 ? "each one's" : "its");
 	for (int k = 0; k < f->nwaiters && f->nevidence < DIAG_MAX_EVIDENCE - 1; k++) {
 		const struct snap_proc *w = snapshot_proc(s, f->waiters[k].pid);
 		char wn[48];
@@ -206,6 +239,7 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 	for (int cls = SNAP_SETUP_INIT; cls <= SNAP_SETUP_TRANSPORT && others; cls++) {
 		const struct snap_proc *longest = NULL, *cul;
 		int world = -1, missing = -1, nothers = 0, nw = 0;
+		uint64_t round_from;
 		bool *named = named_set(s, out, *n);
 		struct finding *f;
 
@@ -222,11 +256,11 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 			if (p->world_size > 0)
 				world = p->world_size;
 		}
-		cul = nw ? setup_culprit(
-				   s, named, cls, world,
-				   earlier(s->now_ns, cfg->stall_threshold_ns),
-				   earlier(longest->nccl_setup_since_ns, cfg->stall_threshold_ns),
-				   longest->nccl_setup_at_attach, others, &nothers)
+		round_from =
+			nw ? earlier(longest->nccl_setup_since_ns, cfg->stall_threshold_ns) : 0;
+		cul = nw ? setup_culprit(s, named, cls, world,
+					 earlier(s->now_ns, cfg->stall_threshold_ns), round_from,
+					 longest->nccl_setup_at_attach, others, &nothers)
 			 : NULL;
 		if (nw && !cul)
 			missing = missing_rank(s, world);
@@ -253,7 +287,8 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 			  : cul->state == 'T' || cul->state == 't' ? FINDING_PEER_STOPPED
 			  : cls == SNAP_SETUP_INIT		   ? FINDING_INIT_BLOCKED
 								   : FINDING_RING_SETUP_BLOCKED;
-		describe_setup(s, f, cls, cul, missing, world, others, nothers);
+		describe_setup(s, f, cls, cul, missing, world, others, nothers, round_from,
+			       longest->nccl_setup_at_attach);
 	}
 	free(others);
 }

@@ -146,11 +146,12 @@ struct snap_proc {
 	 */
 	uint64_t nccl_init_entered_ns, nccl_transport_entered_ns;
 	/*
-	 * attach: when the stack taken then showed its main thread waiting on its GPU (a CUDA
-	 * synchronize, no NCCL call on it), 0: not so. It had launched work: NCCL calls it made
-	 * had returned, a first collective's transport setup among them
+	 * attach: when its main thread's stack was taken (0: not, the thread did not stop in
+	 * time: where it was is unknown), and when that stack showed it waiting on its GPU (a
+	 * CUDA synchronize, no NCCL call on it; 0: not so). Waiting so, it had launched work: NCCL
+	 * calls it made had returned, a first collective's transport setup among them
 	 */
-	uint64_t gpu_wait_at_attach_ns;
+	uint64_t stack_at_attach_ns, gpu_wait_at_attach_ns;
 	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
 	int nset;
 	uint64_t nccl_retries; /* connect retries NCCL made (socketConnectCheck) */

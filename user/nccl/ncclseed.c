@@ -88,12 +88,16 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 		probes[np++] = id;
 	}
 	/*
-	 * at attach (the thread's first stack), its main thread waits on its GPU, outside NCCL:
-	 * it launched work, the NCCL calls behind it returned (a first collective's setup among
-	 * them). A later stack (of a process in a finding) does not change what the attach saw
+	 * at attach (the thread's first stack, taken: the thread stopped in time), where its
+	 * main thread was; waiting on its GPU, outside NCCL, it had launched work, the NCCL calls
+	 * behind it returned (a first collective's setup among them). A later stack (of a process
+	 * in a finding) does not change what the attach saw
 	 */
-	if (tid == pid && gpu_wait && !np && !t->seed_ns)
-		p->gpu_wait_at_attach_ns = at_ns;
+	if (tid == pid && !t->seed_ns && n > 0) {
+		p->stack_at_attach_ns = at_ns;
+		if (gpu_wait && !np)
+			p->gpu_wait_at_attach_ns = at_ns;
+	}
 	/* the seeded frames the new stack still has keep their start */
 	while (keep < np && keep < t->seeded && t->probe[keep] == probes[keep])
 		keep++;

@@ -83,8 +83,11 @@ struct nproc {
 	uint64_t setup_seen_ns; /* the last tick that saw it inside a setup, 0: never */
 	/* when its outermost call last entered a setup, by class (enum snap_setup), 0: never */
 	uint64_t setup_entered_ns[SNAP_SETUP_TRANSPORT + 1];
-	/* attach: when its main thread's stack showed it waiting on its GPU, 0: not so */
-	uint64_t gpu_wait_at_attach_ns;
+	/*
+	 * attach: when its main thread's stack was taken (0: it was not, the thread did not stop
+	 * in time), and when it showed it waiting on its GPU (0: not so)
+	 */
+	uint64_t stack_at_attach_ns, gpu_wait_at_attach_ns;
 };
 
 struct nccl_state {

@@ -419,7 +419,20 @@ static void test_seed_gpu_wait_later(void **state)
 	nccl_state__seed_stack(s, 200, 200, NULL, 0, 5 * SEC);
 	sp = (struct snap_proc){.pid = 200};
 	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.attached_ns, 5 * SEC);
 	assert_int_equal(sp.stack_at_attach_ns, 0);
+	/* retaken a second later: what it shows is the attach's */
+	nccl_state__seed_stack(s, 200, 200, wait, 2, 6 * SEC);
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.stack_at_attach_ns, 6 * SEC);
+	assert_int_equal(sp.gpu_wait_at_attach_ns, 6 * SEC);
+	/* past the retakes' while (a stack of a process in a finding): not the attach's */
+	nccl_state__seed_stack(s, 300, 300, NULL, 0, 5 * SEC);
+	nccl_state__seed_stack(s, 300, 300, wait, 2, 5 * SEC + NT_ATTACH_RETAKE_NS + 1);
+	sp = (struct snap_proc){.pid = 300};
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.stack_at_attach_ns, 0);
+	assert_int_equal(sp.gpu_wait_at_attach_ns, 0);
 	nccl_state__free(s);
 }
 

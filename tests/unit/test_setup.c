@@ -208,6 +208,7 @@ static void test_first_collective_late_attached(void **state)
 		p->nccl_transport_entered_ns = 0;
 		p->nccl_setup_seen_ns = r == 4 || r == 6 ? NOW : 0;
 		p->nccl_setup_at_attach = r == 4 || r == 6;
+		p->attached_ns = attach;
 		p->stack_at_attach_ns = attach + r * MSEC;
 		if (r != 4 && r != 5 && r != 6)
 			p->gpu_wait_at_attach_ns = attach + r * MSEC;
@@ -221,15 +222,20 @@ static void test_first_collective_late_attached(void **state)
 					  "found each one's main thread waiting on the GPU"));
 	/*
 	 * rank 3's main thread did not stop in time at the attach (running, on a busy machine):
-	 * where it was is unknown, so rank 5, known to be outside, is named before it
+	 * what it does is unknown, so it is named nowhere; rank 5, known to be outside, is
 	 */
 	proc(w, 103)->stack_at_attach_ns = 0;
 	proc(w, 103)->gpu_wait_at_attach_ns = 0;
 	n = run(w, out);
 	assert_int_equal(n, 1);
 	assert_int_equal(out[0].pid, 105);
-	assert_true(evidence_has(&out[0], "not in it either: rank 3"));
+	assert_true(evidence_has(&out[0], "not known: rank 3 (attached to, its main thread did not "
+					  "stop for its stack yet)"));
 	assert_true(evidence_has(&out[0], "through it before the attach: ranks 0-2,7"));
+	/* rank 5's neither: no one is named (before: the first of them, rank 3, a waiter) */
+	proc(w, 105)->stack_at_attach_ns = 0;
+	assert_int_equal(run(w, out), 0);
+	proc(w, 105)->stack_at_attach_ns = attach;
 	proc(w, 103)->stack_at_attach_ns = attach;
 	proc(w, 103)->gpu_wait_at_attach_ns = attach;
 	/* what the stacks guard: without them the first rank outside NCCL was named, rank 0 */

@@ -82,6 +82,32 @@ static void test_starved_sleeper_no_culprit(void **state)
 }
 
 /*
+ * Attached to a running job: a chain's end whose main thread did not stop for its stack yet
+ * (running, on a busy machine) may be spinning inside NCCL, entered before the attach: no
+ * culprit until a stack says where it is; stopped, it is one whatever its stack
+ */
+static void test_unseen_at_attach_no_culprit(void **state)
+{
+	struct world *w = stalled_ring(4, 1, 'R');
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	proc(w, 101)->cpu_busy_ns = SEC;
+	for (int r = 0; r < 4; r++) {
+		proc(w, 100 + r)->attached_ns = STALL_START + SEC;
+		proc(w, 100 + r)->stack_at_attach_ns = STALL_START + SEC;
+	}
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 101);
+	proc(w, 101)->stack_at_attach_ns = 0;
+	assert_int_equal(run(w, out), 0);
+	proc(w, 101)->state = 'T';
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_STOPPED);
+	free(w);
+}
+
+/*
  * The waiter saw nothing for 10 s, but the other end of its connection sent a moment ago: the
  * bytes are on their way (a loopback backlog on a busy node), the connection is not stalled, and
  * its sender asleep in its next call (or exited after its last send) is no culprit.
@@ -649,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_healthy_ring),
 		cmocka_unit_test(test_sleeping_rank_stalls_ring),
 		cmocka_unit_test(test_starved_sleeper_no_culprit),
+		cmocka_unit_test(test_unseen_at_attach_no_culprit),
 		cmocka_unit_test(test_peer_end_just_sent),
 		cmocka_unit_test(test_stopped_rank),
 		cmocka_unit_test(test_slow_but_progressing),

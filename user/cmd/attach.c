@@ -278,23 +278,32 @@ static bool counters_since_attach(const struct session *s, uint64_t first_tick_n
  */
 static bool setup_since_attach(struct session *s, uint64_t first_tick_ns)
 {
-	uint64_t until = s->seeds.attach_ns + (uint64_t)(s->opts.stall_threshold_s * 1e9) +
-			 ONCE_SETUP_SLACK_NS;
+	const uint64_t wait = (uint64_t)(s->opts.stall_threshold_s * 1e9) + ONCE_SETUP_SLACK_NS;
+	uint64_t until = s->seeds.attach_ns + wait;
+	const struct snap_proc *first = NULL;
 
-	if (s->nfindings || s->job_exited || s->detached || until <= s->stop_at_ns)
+	if (s->nfindings || s->job_exited || s->detached)
 		return false;
+	/*
+	 * the first in it counts from its own stack's take, which may come a while after the
+	 * attach began (its processes taken one after another, on a busy machine 0.5 s in all)
+	 */
 	for (int i = 0; i < s->snap.nprocs; i++) {
 		const struct snap_proc *p = &s->snap.procs[i];
 
-		if (!p->exited && p->nccl_setup && p->nccl_setup_since_ns >= s->seeds.attach_ns) {
-			pr_info("rank %d (pid %d) is in NCCL's setup since before the attach: its "
-				"time "
-				"in it counts from the attach; tracing until the threshold\n",
-				p->rank, p->pid);
-			s->stop_at_ns = until;
-			return true;
-		}
+		if (!p->exited && p->nccl_setup && p->nccl_setup_since_ns >= s->seeds.attach_ns &&
+		    (!first || p->nccl_setup_since_ns < first->nccl_setup_since_ns))
+			first = p;
 	}
+	if (first && first->nccl_setup_since_ns + wait > s->stop_at_ns) {
+		pr_info("rank %d (pid %d) is in NCCL's setup since before the attach: its time in "
+			"it counts from the attach; tracing until the threshold\n",
+			first->rank, first->pid);
+		s->stop_at_ns = first->nccl_setup_since_ns + wait;
+		return true;
+	}
+	if (until <= s->stop_at_ns)
+		return false;
 	if (counters_since_attach(s, first_tick_ns)) {
 		pr_info("a communicator found by the memory scan has ranks with different counts, "
 			"unchanged since the attach: its wait counts from the attach; tracing "

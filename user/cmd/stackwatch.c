@@ -351,6 +351,17 @@ bool stackwatch_step(struct session *s, const struct finding *found, int n)
 		if (found[i].peer_pid > 0)
 			want_proc(snap, wants, &nw, max, found[i].peer_pid);
 	}
+	/*
+	 * attach: a main thread that did not stop in time for its stack (running, on a busy
+	 * machine) is tried again, once a second for a while: until then the diagnosis knows
+	 * nothing of it and names it nowhere
+	 */
+	for (int i = 0; s->attached && i < snap->nprocs; i++) {
+		const struct snap_proc *p = &snap->procs[i];
+
+		if (snap_proc_unseen(p) && now - p->attached_ns <= NT_ATTACH_RETAKE_NS)
+			want_tid(wants, &nw, max, p->pid, p->pid);
+	}
 	for (int i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
 		int ci = gone(p) || p->runnable_ns >= STARVED_NS

@@ -40,17 +40,6 @@ static bool launched_at_attach(const struct snap_proc *p, int cls, uint64_t roun
 }
 
 /*
- * Of the ranks outside a setup, which one to name first: a live one before an exited one (a
- * consequence, often); attached to a setup under way, a live one whose main thread's stack the
- * attach took (it is known to be outside) before one whose thread did not stop in time (it may
- * have been through the setup, its wait on the GPU unseen)
- */
-static int sureness(const struct snap_proc *p, bool at_attach)
-{
-	return p->exited ? 0 : at_attach && !p->stack_at_attach_ns ? 1 : 2;
-}
-
-/*
  * The rank of the job (of WORLD_SIZE world, if known) that is not in setup cls, unnamed so far:
  * outside NCCL, stopped or exited (a live one first). A rank busy in another NCCL phase may be
  * progressing, perhaps slowly: never it; nor one that was inside a setup within the threshold
@@ -84,7 +73,10 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 		if (!p->exited && (entered_with(p, cls, round_from) ||
 				   launched_at_attach(p, cls, round_from, at_attach)))
 			continue;
-		if (cul && sureness(p, at_attach) <= sureness(cul, at_attach)) {
+		/* attached to, its main thread not seen yet: maybe in it, maybe through it */
+		if (snap_proc_unseen(p))
+			continue;
+		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;
 			continue;
 		}
@@ -217,6 +209,18 @@ static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 			     nlaunched > 1 ? "s" : "",
 			     fmt_ranges(others, nlaunched, os, sizeof(os)),
 			     nlaunched > 1 ? "each one's" : "its");
+	nlaunched = 0;
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].rank >= 0 && s->procs[i].nccl_setup != cls &&
+		    snap_proc_unseen(&s->procs[i]))
+			others[nlaunched++] = s->procs[i].rank;
+	if (nlaunched)
+		add_evidence(
+			f,
+			"not known: rank%s %s (attached to, %s main thread did not stop for its "
+			"stack yet)",
+			nlaunched > 1 ? "s" : "", fmt_ranges(others, nlaunched, os, sizeof(os)),
+			nlaunched > 1 ? "each one's" : "its");
 	for (int k = 0; k < f->nwaiters && f->nevidence < DIAG_MAX_EVIDENCE - 1; k++) {
 		const struct snap_proc *w = snapshot_proc(s, f->waiters[k].pid);
 		char wn[48];

@@ -413,6 +413,9 @@ static bool culprit_evidence(const struct snapshot *s, const struct diag_config 
 		return true;
 	if (p->nccl && (p->nccl_phase[0] || p->nccl_setup != SNAP_SETUP_NONE))
 		return false;
+	/* attached to, its main thread not seen yet (it did not stop in time): no evidence */
+	if (snap_proc_unseen(p))
+		return false;
 	if (stack_in_nccl(s, p))
 		return false;
 	if (proc_trying(s, cfg, i))

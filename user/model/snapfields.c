@@ -86,6 +86,7 @@ const struct sf sf_proc[] = {
 	T(struct snap_proc, nccl_setup_seen_ns),
 	T(struct snap_proc, nccl_init_entered_ns),
 	T(struct snap_proc, nccl_transport_entered_ns),
+	T(struct snap_proc, attached_ns),
 	T(struct snap_proc, stack_at_attach_ns),
 	T(struct snap_proc, gpu_wait_at_attach_ns),
 	U(struct snap_proc, nccl_retries),

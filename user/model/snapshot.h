@@ -15,6 +15,11 @@
 #include "model/snaplog.h"
 
 #define NT_NSEC_PER_SEC 1000000000ULL
+/*
+ * attach: how long after its first stacks a process whose main thread did not stop in time
+ * is tried again (once a second), and its first main-thread stack still counts as the attach's
+ */
+#define NT_ATTACH_RETAKE_NS (5 * NT_NSEC_PER_SEC)
 
 /* What a thread is blocked in, from /proc/PID/task/TID/syscall. */
 enum snap_block {
@@ -146,12 +151,14 @@ struct snap_proc {
 	 */
 	uint64_t nccl_init_entered_ns, nccl_transport_entered_ns;
 	/*
-	 * attach: when its main thread's stack was taken (0: not, the thread did not stop in
-	 * time: where it was is unknown), and when that stack showed it waiting on its GPU (a
-	 * CUDA synchronize, no NCCL call on it; 0: not so). Waiting so, it had launched work: NCCL
-	 * calls it made had returned, a first collective's transport setup among them
+	 * attach: when its stacks were first taken (0: followed from its start); when its main
+	 * thread's was (0: not yet, the thread did not stop in time: what it does, inside NCCL
+	 * or out, is unknown, and retaken for NT_ATTACH_RETAKE_NS); and when that stack showed it
+	 * waiting on its GPU (a CUDA synchronize, no NCCL call on it; 0: not so). Waiting so, it
+	 * had launched work: NCCL calls it made had returned, a first collective's setup among
+	 * them
 	 */
-	uint64_t stack_at_attach_ns, gpu_wait_at_attach_ns;
+	uint64_t attached_ns, stack_at_attach_ns, gpu_wait_at_attach_ns;
 	const struct snap_setting *set; /* its NCCL_* settings (valid for this snapshot) */
 	int nset;
 	uint64_t nccl_retries; /* connect retries NCCL made (socketConnectCheck) */
@@ -196,6 +203,16 @@ struct snap_conn {
 	/* its rhythm: the 99th percentile gap between progress seen (0 while learning) */
 	uint64_t gap_p99_ns, every_ns;
 };
+
+/*
+ * Attached to while running, and its main thread's stack not taken yet (it did not stop in
+ * time): whether it is inside NCCL or out, waiting or not, nothing says. Never a culprit so.
+ */
+static inline bool snap_proc_unseen(const struct snap_proc *p)
+{
+	return p->attached_ns && !p->stack_at_attach_ns && !p->exited && p->state != 'T' &&
+	       p->state != 't' && p->state != 'Z';
+}
 
 /* a connection whose silence can say a rank waits: not a listener, not RAS's keep-alive */
 static inline bool snap_conn_is_data(const struct snap_conn *c)

@@ -71,9 +71,14 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 	int probes[NT_PHASE_DEPTH], np = 0, keep = 0;
 	bool gpu_wait = false;
 
+	if (p && !p->attached_ns)
+		p->attached_ns = at_ns;
 	/* followed by the probes (an entry seen, or phases above its seeded ones): theirs */
-	if (!t || t->depth != t->seeded)
+	if (!t || t->depth != t->seeded) {
+		if (t && tid == pid && n > 0 && !p->stack_at_attach_ns)
+			p->stack_at_attach_ns = at_ns;
 		return;
+	}
 	for (int i = n - 1; i >= 0 && np < NT_PHASE_DEPTH; i--) {
 		int id = frame_probe(&f[i]);
 		const struct nccl_probe_def *d = nccl_probe(id);
@@ -88,12 +93,14 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 		probes[np++] = id;
 	}
 	/*
-	 * at attach (the thread's first stack, taken: the thread stopped in time), where its
-	 * main thread was; waiting on its GPU, outside NCCL, it had launched work, the NCCL calls
-	 * behind it returned (a first collective's setup among them). A later stack (of a process
-	 * in a finding) does not change what the attach saw
+	 * at attach (its main thread's first stack taken: the thread stopped in time, at the
+	 * attach or at a retake soon after), where its main thread was; waiting on its GPU,
+	 * outside NCCL, it had launched work, the NCCL calls behind it returned (a first
+	 * collective's setup among them). A later stack (of a process in a finding) does not
+	 * change what the attach saw
 	 */
-	if (tid == pid && !t->seed_ns && n > 0) {
+	if (tid == pid && n > 0 && !p->stack_at_attach_ns &&
+	    at_ns - p->attached_ns <= NT_ATTACH_RETAKE_NS) {
 		p->stack_at_attach_ns = at_ns;
 		if (gpu_wait && !np)
 			p->gpu_wait_at_attach_ns = at_ns;

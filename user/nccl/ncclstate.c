@@ -166,6 +166,7 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 		sp->ib_hs = p->ib_hs;
 	sp->nccl_init_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_INIT] : 0;
 	sp->nccl_transport_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_TRANSPORT] : 0;
+	sp->attached_ns = p ? p->attached_ns : 0;
 	sp->stack_at_attach_ns = p ? p->stack_at_attach_ns : 0;
 	sp->gpu_wait_at_attach_ns = p ? p->gpu_wait_at_attach_ns : 0;
 	nprof_proc_snap(s, sp);

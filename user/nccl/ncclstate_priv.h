@@ -84,10 +84,11 @@ struct nproc {
 	/* when its outermost call last entered a setup, by class (enum snap_setup), 0: never */
 	uint64_t setup_entered_ns[SNAP_SETUP_TRANSPORT + 1];
 	/*
-	 * attach: when its main thread's stack was taken (0: it was not, the thread did not stop
-	 * in time), and when it showed it waiting on its GPU (0: not so)
+	 * attach: when its stacks were first taken (0: followed from its start), when its main
+	 * thread's was (0: not yet, the thread did not stop in time), and when that showed it
+	 * waiting on its GPU (0: not so)
 	 */
-	uint64_t stack_at_attach_ns, gpu_wait_at_attach_ns;
+	uint64_t attached_ns, stack_at_attach_ns, gpu_wait_at_attach_ns;
 };
 
 struct nccl_state {

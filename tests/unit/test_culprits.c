@@ -79,6 +79,33 @@ static void test_chain_end_inside_nccl_by_stack(void **state)
 	synth_free(y);
 }
 
+/*
+ * The chain's end waits on its GPU, outside NCCL (cuStreamSynchronize on its main thread's
+ * recent stack): its collective's kernel runs and may wait on a peer, its proxy's tries unseen
+ * (8 ranks on 2 cores: not run for a second). No culprit rather than it.
+ */
+static void test_chain_end_waiting_on_gpu(void **state)
+{
+	struct synth *y = synth_new(4, 2, SYNTH_RING, 1);
+	struct snap_proc *p = &y->procs[1];
+	struct snap_stack st[1];
+	struct finding out[OUT];
+
+	(void)state;
+	snprintf(p->where, sizeof(p->where), "futex");
+	stack_of(&st[0], 1001, 1001, "", "futex", NOW - 200 * MSEC);
+	p->stacks = st;
+	p->nstacks = 1;
+	assert_int_equal(run(y, out), 1);
+	assert_int_equal(out[0].rank, 1);
+	st[0].gpu_wait = true;
+	assert_int_equal(run(y, out), 0);
+	/* a stack of 3 s ago says nothing of now */
+	st[0].st.taken_ns = NOW - 3 * SEC;
+	assert_int_equal(run(y, out), 1);
+	synth_free(y);
+}
+
 static void set_killed(struct snap_proc *p, int status, uint64_t when)
 {
 	p->exited = true;
@@ -134,6 +161,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_end_inside_nccl_by_stack),
+		cmocka_unit_test(test_chain_end_waiting_on_gpu),
 		cmocka_unit_test(test_teardown_is_no_culprit),
 	};
 

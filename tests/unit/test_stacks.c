@@ -152,6 +152,39 @@ static void test_nccl_call_stripped(void **state)
 	assert_contains(s.nccl_call, "ncclAllReduce, running");
 }
 
+/* A wait on the GPU outside NCCL (PyTorch's .item()); inside NCCL a sync is NCCL's own */
+static void test_gpu_wait(void **state)
+{
+	struct snap_stack s = {0};
+
+	(void)state;
+	frames(&s.st, 5,
+	       (const char *const[]){
+		       "libc|__futex_abstimed_wait_common|10",
+		       "libc|pthread_cond_wait@@GLIBC_2.3.2|20",
+		       "/usr/lib/x86_64-linux-gnu/libcuda.so.1|cuStreamSynchronize_ptsz|30",
+		       "/x/libtorch_cuda.so|cudaStreamSynchronize|40",
+		       "prog|main|b5e",
+	       });
+	nccl_stack_describe(&s);
+	assert_true(s.gpu_wait);
+	frames(&s.st, 3,
+	       (const char *const[]){"/x/libcudart.so.13|cudaMemcpyAsync|30", "prog|main|b5e",
+				     "libc|__libc_start_main|84"});
+	nccl_stack_describe(&s);
+	assert_false(s.gpu_wait);
+	frames(&s.st, 4,
+	       (const char *const[]){
+		       "/usr/lib/x86_64-linux-gnu/libcuda.so.1|cuStreamSynchronize|30",
+		       "nccl|_Z24ncclTransportRingConnectP8ncclComm|e",
+		       "nccl|pncclAllReduce|55",
+		       "prog|main|b5e",
+	       });
+	nccl_stack_describe(&s);
+	assert_false(s.gpu_wait);
+	assert_int_equal(s.nnccl, 2);
+}
+
 static void test_nccl_call_outside_and_static(void **state)
 {
 	struct snap_stack s = {0};
@@ -489,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_nccl_call_symtab),
 		cmocka_unit_test(test_nccl_call_stripped),
 		cmocka_unit_test(test_nccl_call_outside_and_static),
+		cmocka_unit_test(test_gpu_wait),
 		cmocka_unit_test(test_stacks_as_evidence),
 		cmocka_unit_test(test_stack_evidence_full),
 		cmocka_unit_test(test_record_and_report),

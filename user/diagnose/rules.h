@@ -79,6 +79,8 @@ void stack_evidence(const struct snapshot *s, struct finding *f);
 void py_evidence(const struct snapshot *s, struct finding *f);
 /* p's main thread is inside NCCL now, as its latest stack says */
 bool stack_in_nccl(const struct snapshot *s, const struct snap_proc *p);
+/* p's main thread waits on its GPU now (a CUDA synchronize), as its latest stack says */
+bool stack_on_gpu(const struct snapshot *s, const struct snap_proc *p);
 /* logfacts.c: NCCL's own log (model/snaplog.h) on a finding's connection and setup */
 void log_evidence(const struct snapshot *s, struct finding *f);
 /* The transports NCCL's log names between a finding's culprit and its longest waiter */

@@ -64,6 +64,26 @@ bool stack_in_nccl(const struct snapshot *s, const struct snap_proc *p)
 	return false;
 }
 
+/*
+ * Its main thread waits on its GPU now (a CUDA synchronize on a stack as recent as
+ * stack_in_nccl's, still in the call it was stopped in): it launched work, its kernels run,
+ * NCCL's among them, and theirs may wait on peers. Not idle: no culprit of a wait on it.
+ */
+bool stack_on_gpu(const struct snapshot *s, const struct snap_proc *p)
+{
+	for (int i = 0; i < p->nstacks; i++) {
+		const struct snap_stack *v = &p->stacks[i];
+
+		if (v->st.tid != p->pid || !v->gpu_wait)
+			continue;
+		if (v->st.taken_ns < s->now_ns && s->now_ns - v->st.taken_ns > STACK_NOW_NS)
+			continue;
+		if (!strcmp(v->st.syscall, p->where))
+			return true;
+	}
+	return false;
+}
+
 /* The C library's frames below main() and a thread's start routine: the same in every stack */
 static bool startup_frame(const char *name)
 {

@@ -400,8 +400,9 @@ static int find_or_add(const struct snapshot *s, struct finding *out, int *n, in
  * the job's teardown) or stopped; it sleeps outside NCCL and outside any socket wait; it ran
  * (its CPU time grew) without trying any connection. Nothing else makes a culprit: a process
  * inside NCCL (its phase, or its main thread's stack where no probe tells) waits or works
- * there, a starved one is not run by the scheduler, one just between two socket calls is
- * about to wait. A wrong culprit is worse than none.
+ * there, as does one whose main thread waits on its GPU (its kernels, NCCL's among them, may
+ * wait on peers), a starved one is not run by the scheduler, one just between two socket
+ * calls is about to wait. A wrong culprit is worse than none.
  */
 static bool culprit_evidence(const struct snapshot *s, const struct diag_config *cfg, int i)
 {
@@ -416,7 +417,7 @@ static bool culprit_evidence(const struct snapshot *s, const struct diag_config 
 	/* attached to, its main thread not seen yet (it did not stop in time): no evidence */
 	if (snap_proc_unseen(p))
 		return false;
-	if (stack_in_nccl(s, p))
+	if (stack_in_nccl(s, p) || stack_on_gpu(s, p))
 		return false;
 	if (proc_trying(s, cfg, i))
 		return false;

@@ -109,6 +109,8 @@ struct snap_stack {
 	char nccl_api[48]; /* the outermost public NCCL function ("ncclAllReduce"), "" if none */
 	int nccl_frames[SNAP_MAX_NCCL_FRAMES]; /* indices in st.frames of NCCL's, innermost first */
 	int nnccl;
+	/* outside NCCL, waiting on the GPU: a CUDA synchronize (nccl_stack_cuda_wait) on it */
+	bool gpu_wait;
 	/*
 	 * Its Python and native frames as one stack (trace/pystack.h, py_merge_text), from the top
 	 * user frame in; "" when the process runs no CPython or its stack could not be read

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 #include "nccl/nccllib.h"
+#include "nccl/ncclstack.h"
 #include "nccl/ncclstate_priv.h"
 
 /*
@@ -37,32 +38,6 @@ static bool internal_setup(int probe)
 	       probe == NT_P_P2P_SETUP || probe == NT_P_PROXY_CONNECT;
 }
 
-/*
- * The CUDA calls that wait for a stream's, an event's or the device's work, in the driver
- * (libcuda.so.1 exports them, _v2 and per-thread-stream _ptsz/_ptds variants included) or the
- * runtime (cudart, dynamic or linked into a framework with its names kept); cudaMemcpy and
- * the driver's synchronous device-to-host copies wait for the stream before theirs (what
- * PyTorch's .item() and .cpu() come to)
- */
-static bool cuda_wait_frame(const struct stack_frame *f)
-{
-	static const char *const waits[] = {
-		"cuStreamSynchronize",	 "cuEventSynchronize",
-		"cuCtxSynchronize",	 "cuMemcpyDtoH",
-		"cudaStreamSynchronize", "cudaEventSynchronize",
-		"cudaDeviceSynchronize", "cudaMemcpy",
-	};
-
-	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
-		size_t n = strlen(waits[i]);
-
-		/* the name or a variant of it (cuStreamSynchronize_ptsz), not cudaMemcpyAsync */
-		if (!strncmp(f->symbol, waits[i], n) && (!f->symbol[n] || f->symbol[n] == '_'))
-			return true;
-	}
-	return false;
-}
-
 void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct stack_frame *f,
 			    int n, uint64_t at_ns)
 {
@@ -87,7 +62,7 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 			t->role = id;
 			continue;
 		}
-		gpu_wait |= cuda_wait_frame(&f[i]);
+		gpu_wait |= nccl_stack_cuda_wait(&f[i]);
 		if (!d || !d->phase)
 			continue;
 		probes[np++] = id;

@@ -42,6 +42,32 @@ static void frame_name(const struct stack_frame *f, char *buf, size_t len)
 	snprintf(buf, len, "%s", !strncmp(n, "pnccl", 5) ? n + 1 : n);
 }
 
+/*
+ * The CUDA calls that wait for a stream's, an event's or the device's work, in the driver
+ * (libcuda.so.1 exports them, _v2 and per-thread-stream _ptsz/_ptds variants included) or the
+ * runtime (cudart, dynamic or linked into a framework with its names kept); cudaMemcpy and
+ * the driver's synchronous device-to-host copies wait for the stream before theirs (what
+ * PyTorch's .item() and .cpu() come to)
+ */
+bool nccl_stack_cuda_wait(const struct stack_frame *f)
+{
+	static const char *const waits[] = {
+		"cuStreamSynchronize",	 "cuEventSynchronize",
+		"cuCtxSynchronize",	 "cuMemcpyDtoH",
+		"cudaStreamSynchronize", "cudaEventSynchronize",
+		"cudaDeviceSynchronize", "cudaMemcpy",
+	};
+
+	for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+		size_t n = strlen(waits[i]);
+
+		/* the name or a variant of it (cuStreamSynchronize_ptsz), not cudaMemcpyAsync */
+		if (!strncmp(f->symbol, waits[i], n) && (!f->symbol[n] || f->symbol[n] == '_'))
+			return true;
+	}
+	return false;
+}
+
 void nccl_stack_describe(struct snap_stack *s)
 {
 	const struct thread_stack *st = &s->st;
@@ -52,9 +78,11 @@ void nccl_stack_describe(struct snap_stack *s)
 
 	s->nnccl = 0;
 	s->nccl_api[0] = s->nccl_call[0] = '\0';
+	s->gpu_wait = false;
 	for (int i = 0; i < st->nframes; i++) {
 		const struct stack_frame *f = &st->frames[i];
 
+		s->gpu_wait |= nccl_stack_cuda_wait(f);
 		if (!nccl_stack_frame(f)) {
 			prev_unnamed = false;
 			continue;
@@ -71,6 +99,8 @@ void nccl_stack_describe(struct snap_stack *s)
 	}
 	if (!n)
 		return;
+	/* a wait inside NCCL is NCCL's: gpu_wait is the program's own, outside it */
+	s->gpu_wait = false;
 	off = snprintf(s->nccl_call, sizeof(s->nccl_call), "inside");
 	for (int k = 0; k < n && off < sizeof(s->nccl_call); k++) {
 		/* the innermost names, and always the outermost: the call the program made */

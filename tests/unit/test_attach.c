@@ -433,6 +433,16 @@ static void test_seed_gpu_wait_later(void **state)
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.stack_at_attach_ns, 0);
 	assert_int_equal(sp.gpu_wait_at_attach_ns, 0);
+	/*
+	 * not stopped on purpose (uninterruptible, or in epoll_wait, which a stop would break):
+	 * its place is /proc's to say, it is seen
+	 */
+	nccl_state__seed_stack(s, 400, 400, NULL, 0, 5 * SEC);
+	nccl_state__seed_refused(s, 400, 5 * SEC);
+	sp = (struct snap_proc){.pid = 400};
+	nccl_state__proc_snap(s, &sp);
+	assert_int_equal(sp.stack_at_attach_ns, 5 * SEC);
+	assert_false(snap_proc_unseen(&sp));
 	nccl_state__free(s);
 }
 

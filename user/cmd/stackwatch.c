@@ -219,6 +219,12 @@ static void take_python(struct stackwatch *w, struct watched *ws, uint64_t now)
 	}
 }
 
+/* pid's main thread, not stopped on purpose (not for lack of time): its place is known */
+static bool refused_main(int pid, const struct thread_stack *st)
+{
+	return st->tid == pid && !st->nframes && !st->timed_out && !st->exited;
+}
+
 static void take(struct session *s, struct stackwatch *w, const struct want *x, uint64_t now)
 {
 	struct thread_stack out[THREADS_PER_PROC];
@@ -261,9 +267,12 @@ static void take(struct session *s, struct stackwatch *w, const struct want *x, 
 			ws->v[i].st.taken_ns = now;
 		nccl_stack_describe(&ws->v[i]);
 		/* attach: a later stack replaces the phases seeded from the first */
-		if (s->attached)
+		if (s->attached) {
 			nccl_state__seed_stack(s->nstate, x->pid, ws->v[i].st.tid,
 					       ws->v[i].st.frames, ws->v[i].st.nframes, now);
+			if (refused_main(x->pid, &ws->v[i].st))
+				nccl_state__seed_refused(s->nstate, x->pid, now);
+		}
 	}
 	take_python(w, ws, now);
 	for (int i = 0; i < x->n; i++) {
@@ -441,6 +450,8 @@ int stackwatch_take_all(struct session *s, int pid)
 		nccl_stack_describe(&v);
 		session_dump(s, record_stack(&v, NULL, NULL));
 		nccl_state__seed_stack(s->nstate, pid, v.st.tid, v.st.frames, v.st.nframes, now);
+		if (refused_main(pid, &v.st))
+			nccl_state__seed_refused(s->nstate, pid, now);
 		keep_stack(ws, &v);
 	}
 	nccl_state__seed_done(s->nstate, pid);

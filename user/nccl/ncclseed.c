@@ -92,6 +92,18 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 	t->seed_ns = at_ns;
 }
 
+void nccl_state__seed_refused(struct nccl_state *s, int pid, uint64_t at_ns)
+{
+	struct nproc *p = nstate_proc(s, pid);
+
+	if (!p)
+		return;
+	if (!p->attached_ns)
+		p->attached_ns = at_ns;
+	if (!p->stack_at_attach_ns && at_ns - p->attached_ns <= NT_ATTACH_RETAKE_NS)
+		p->stack_at_attach_ns = at_ns;
+}
+
 void nccl_state__seed_done(struct nccl_state *s, int pid)
 {
 	struct nproc *p = nstate_proc(s, pid);

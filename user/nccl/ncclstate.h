@@ -101,6 +101,12 @@ void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
 void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct stack_frame *f,
 			    int n, uint64_t at_ns);
 /*
+ * attach: pid's main thread was not stopped for its stack on purpose (a zombie, in
+ * uninterruptible sleep, in a call a stop would break): where it is, /proc says, so it is seen
+ * as a stack would have it (model/snapshot.h: snap_proc_unseen)
+ */
+void nccl_state__seed_refused(struct nccl_state *s, int pid, uint64_t at_ns);
+/*
  * After the stacks of pid's threads were seeded: a collective call none of them shows a
  * transport setup in is a later collective, not the first one's lazy ring connect.
  */

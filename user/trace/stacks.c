@@ -758,6 +758,7 @@ static enum wait_result stop_thread(struct stacks *st, struct pstate *p, int tid
 		snprintf(out->error, sizeof(out->error), "thread %d exited during the take", tid);
 	} else if (w == W_NONE) {
 		hold(st, p->pid, tid);
+		out->timed_out = true;
 		snprintf(out->error, sizeof(out->error),
 			 "thread %d did not stop within %llu ms (in a long system call?): released "
 			 "when it does",

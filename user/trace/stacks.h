@@ -39,6 +39,7 @@ struct thread_stack {
 	char syscall[32]; /* what it was blocked in, from /proc/PID/task/TID/syscall; "" running */
 	char error[160];  /* why there are no frames (or fewer); "" when none */
 	bool exited;	  /* the thread exited during the take */
+	bool timed_out;	  /* it did not stop in time (held until it does): where it is, unknown */
 	int wait_status;  /* its wait(2) status then: a tracer reaps its tracees' exits */
 	int nframes;
 	struct stack_frame frames[STACK_MAX_FRAMES]; /* innermost first */

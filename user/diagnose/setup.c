@@ -163,6 +163,18 @@ void retry_findings(const struct snapshot *s, const struct diag_config *cfg, str
  * threshold, while a rank of the same job is not in it: outside NCCL, stopped, exited, or
  * never started. A rank busy in another NCCL phase may just be slow: no finding for it.
  */
+/* "WHAT: ranks 0-3,7 (PRE each one's main thread POST)", if any */
+static void ranks_evidence(struct finding *f, const char *what, int *ranks, int n, const char *pre,
+			   const char *post)
+{
+	char rs[96];
+
+	if (n)
+		add_evidence(f, "%s: rank%s %s (%s %s main thread %s)", what, n > 1 ? "s" : "",
+			     fmt_ranges(ranks, n, rs, sizeof(rs)), pre,
+			     n > 1 ? "each one's" : "its", post);
+}
+
 /* The summary and evidence of a setup finding, its culprit (or missing rank) set. */
 static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 			   const struct snap_proc *cul, int missing, int world, int *others,
@@ -202,25 +214,15 @@ static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 		    launched_at_attach(p, cls, round_from, at_attach))
 			others[nlaunched++] = p->rank;
 	}
-	if (nlaunched)
-		add_evidence(f,
-			     "through it before the attach: rank%s %s (the attach found %s main "
-			     "thread waiting on the GPU, outside NCCL: a CUDA synchronize)",
-			     nlaunched > 1 ? "s" : "",
-			     fmt_ranges(others, nlaunched, os, sizeof(os)),
-			     nlaunched > 1 ? "each one's" : "its");
+	ranks_evidence(f, "through it before the attach", others, nlaunched, "the attach found",
+		       "waiting on the GPU, outside NCCL: a CUDA synchronize");
 	nlaunched = 0;
 	for (int i = 0; i < s->nprocs; i++)
 		if (s->procs[i].rank >= 0 && s->procs[i].nccl_setup != cls &&
 		    snap_proc_unseen(&s->procs[i]))
 			others[nlaunched++] = s->procs[i].rank;
-	if (nlaunched)
-		add_evidence(
-			f,
-			"not known: rank%s %s (attached to, %s main thread did not stop for its "
-			"stack yet)",
-			nlaunched > 1 ? "s" : "", fmt_ranges(others, nlaunched, os, sizeof(os)),
-			nlaunched > 1 ? "each one's" : "its");
+	ranks_evidence(f, "not known", others, nlaunched, "attached to,",
+		       "did not stop for its stack yet");
 	for (int k = 0; k < f->nwaiters && f->nevidence < DIAG_MAX_EVIDENCE - 1; k++) {
 		const struct snap_proc *w = snapshot_proc(s, f->waiters[k].pid);
 		char wn[48];

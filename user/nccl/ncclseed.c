@@ -38,6 +38,20 @@ static bool internal_setup(int probe)
 	       probe == NT_P_P2P_SETUP || probe == NT_P_PROXY_CONNECT;
 }
 
+/*
+ * p's main thread seen at at_ns (a stack of it, or /proc's word where it was left alone): the
+ * attach's view when it comes within NT_ATTACH_RETAKE_NS of the first; true if it is that one
+ */
+static bool seen_main(struct nproc *p, uint64_t at_ns)
+{
+	if (!p->attached_ns)
+		p->attached_ns = at_ns;
+	if (p->stack_at_attach_ns || at_ns - p->attached_ns > NT_ATTACH_RETAKE_NS)
+		return false;
+	p->stack_at_attach_ns = at_ns;
+	return true;
+}
+
 void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct stack_frame *f,
 			    int n, uint64_t at_ns)
 {
@@ -50,8 +64,8 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 		p->attached_ns = at_ns;
 	/* followed by the probes (an entry seen, or phases above its seeded ones): theirs */
 	if (!t || t->depth != t->seeded) {
-		if (t && tid == pid && n > 0 && !p->stack_at_attach_ns)
-			p->stack_at_attach_ns = at_ns;
+		if (t && tid == pid && n > 0)
+			seen_main(p, at_ns);
 		return;
 	}
 	for (int i = n - 1; i >= 0 && np < NT_PHASE_DEPTH; i--) {
@@ -74,12 +88,8 @@ void nccl_state__seed_stack(struct nccl_state *s, int pid, int tid, const struct
 	 * collective's setup among them). A later stack (of a process in a finding) does not
 	 * change what the attach saw
 	 */
-	if (tid == pid && n > 0 && !p->stack_at_attach_ns &&
-	    at_ns - p->attached_ns <= NT_ATTACH_RETAKE_NS) {
-		p->stack_at_attach_ns = at_ns;
-		if (gpu_wait && !np)
-			p->gpu_wait_at_attach_ns = at_ns;
-	}
+	if (tid == pid && n > 0 && seen_main(p, at_ns) && gpu_wait && !np)
+		p->gpu_wait_at_attach_ns = at_ns;
 	/* the seeded frames the new stack still has keep their start */
 	while (keep < np && keep < t->seeded && t->probe[keep] == probes[keep])
 		keep++;
@@ -96,12 +106,8 @@ void nccl_state__seed_refused(struct nccl_state *s, int pid, uint64_t at_ns)
 {
 	struct nproc *p = nstate_proc(s, pid);
 
-	if (!p)
-		return;
-	if (!p->attached_ns)
-		p->attached_ns = at_ns;
-	if (!p->stack_at_attach_ns && at_ns - p->attached_ns <= NT_ATTACH_RETAKE_NS)
-		p->stack_at_attach_ns = at_ns;
+	if (p)
+		seen_main(p, at_ns);
 }
 
 void nccl_state__seed_done(struct nccl_state *s, int pid)

@@ -2,6 +2,11 @@
 /*
  * Stacks of waiting threads, taken from outside with libdwfl.
  *
+ * One file (870 lines): the seize, the stop's wait, the unwind, the detach and the held
+ * threads' release share one state (struct stacks, its dwfl per process, the held list) and
+ * one order of steps that a crash of the tracer must never break; split, each part would need
+ * the others' internals. Symbol names are already apart (stacknames.c).
+ *
  * Why not libdwfl's own attach: it uses PTRACE_ATTACH, which sends SIGSTOP, and a tracer that
  * dies between the attach and the detach leaves the process stopped. A PTRACE_SEIZE +
  * PTRACE_INTERRUPT stop is a ptrace-stop without any signal: when the tracer dies, the kernel

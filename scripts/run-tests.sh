@@ -8,6 +8,10 @@
 # root or BPF they fail. Exit status 1 if anything failed. NT_SUMMARY=FILE (with NT_PASS=label)
 # also appends the failures and the count line there: make check prints them last, so that
 # a CI log's tail names what failed, whatever followed.
+# A script (and a unit test binary) has NT_SCRIPT_TIMEOUT seconds (default 900): one that runs past them is killed, with
+# every process it started (found by a marker in their environment, which follows them into
+# sessions of their own), and fails as "timeout", so that a hang costs one script and names it
+# instead of running CI past its own limit. Each script's line "took Ns" says how long it ran.
 set -u
 
 passed=0 failed=0 skipped=0
@@ -15,7 +19,7 @@ failures=()
 
 run_unit() {
 	local bin=$1 out
-	out=$(CMOCKA_MESSAGE_OUTPUT=TAP "$bin" 2>&1)
+	out=$(CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 15 "${NT_SCRIPT_TIMEOUT:-900}" "$bin" 2>&1)
 	local rc=$?
 	printf '%s\n' "$out" | sed "s|^|$(basename "$bin"): |"
 	local ok nok skp
@@ -45,14 +49,34 @@ runner_fail() {
 	failures+=("$1: $2: $3")
 }
 
+# kill_marked MARKER: SIGKILL every process whose environment holds MARKER (NT_TEST_RUN=...);
+# prints how many there were
+kill_marked() {
+	local e pid n=0
+	for e in /proc/[0-9]*/environ; do
+		pid=${e#/proc/}
+		pid=${pid%/environ}
+		if { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qxF "$1"; then
+			kill -9 "$pid" 2>/dev/null && n=$((n + 1))
+		fi
+	done
+	echo $n
+}
+
 run_script() {
-	local t=$1 name want line n got=0 rc=
+	local t=$1 name want line n got=0 rc='' left=0 limit=${NT_SCRIPT_TIMEOUT:-900} start marker msg
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
+	start=$(date +%s)
+	marker="NT_TEST_RUN=$name-$$-$start"
 	while IFS= read -r line; do
 		case "$line" in
 		__rc=*)
 			rc=${line#__rc=}
+			continue
+			;;
+		__left=*)
+			left=${line#__left=}
 			continue
 			;;
 		esac
@@ -74,7 +98,21 @@ run_script() {
 			got=$((got + n))
 			;;
 		esac
-	done < <(bash "$t" 2>&1; echo "__rc=$?")
+	done < <(
+		# what the script left behind (a killed one's tracer, its job in a session of its
+		# own) is killed here, before the loop can end: it may hold the pipe open
+		env "$marker" timeout -k 15 "$limit" bash "$t" 2>&1
+		r=$?
+		echo "__left=$(kill_marked "$marker")"
+		echo "__rc=$r"
+	)
+	msg="took $(($(date +%s) - start))s"
+	[ "$left" -gt 0 ] && msg+=", killed $left processes it left behind"
+	echo "$name: $msg"
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		runner_fail "$name" timeout "ran past ${limit}s and was killed (NT_SCRIPT_TIMEOUT)"
+		return
+	fi
 	# a script that dies without saying FAIL still fails
 	[ "$rc" = 0 ] || runner_fail "$name" exit "exited ${rc:-?}"
 	if [ -z "$want" ]; then

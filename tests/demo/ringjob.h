@@ -24,6 +24,12 @@
 #define CONNECT_RETRY_S	 0.05
 #define CONNECT_GIVEUP_S 30.0
 /*
+ * A previous rank that never connects (its launcher failed on another host) fails the job
+ * instead of hanging it: after twice the connect's give-up, so that a peer's own failure to
+ * connect is the one reported
+ */
+#define ACCEPT_GIVEUP_S (2 * CONNECT_GIVEUP_S)
+/*
  * How long a "lost connection" exit may wait for the exit that caused it: a rank that dies takes
  * its neighbours down within microseconds, and the launcher should blame the culprit, not
  * whichever corpse it happened to reap first.

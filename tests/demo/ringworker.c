@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -235,13 +236,22 @@ static int ring_connect(const struct ring *r, int port)
 
 static int ring_accept(const struct ring *r, int lfd)
 {
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		struct hello h;
-		int err;
+	double give_up = clock_mono() + ACCEPT_GIVEUP_S;
 
+	for (;;) {
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+		double left = give_up - clock_mono();
+		struct hello h;
+		int fd, err;
+
+		if (left <= 0)
+			job_fail(EXIT_LOST, "rank %d: rank %d did not connect within %.0f s", r->rank,
+				 r->prev, ACCEPT_GIVEUP_S);
+		if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
 				continue;
 			job_fail(EXIT_FAIL, "rank %d: accept: %s", r->rank, strerror(errno));
 		}

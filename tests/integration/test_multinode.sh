@@ -62,12 +62,15 @@ stop_bg() { [ -s "$TMP/$1.pid" ] && kill "$(cat "$TMP/$1.pid")" 2>/dev/null; tru
 at_exit "for h in a b c w; do stop_bg \$h; done"
 
 ADDRS=198.18.0.1,198.18.0.1,198.18.0.2,198.18.0.2,198.18.0.3,198.18.0.3
+# the rings' fixed ports (--port) lie below the kernel's ephemeral range (32768-60999 by
+# default): a port there can be held by any outgoing connection, and a launcher that cannot
+# listen leaves the other hosts' ranks waiting for it
 for i in 0 1 2; do
 	h=${HOSTS[$i]}
 	# host a's interface name for every rank: hosts b and c have none of that name
 	NCCL_SOCKET_IFNAME=${NS}ha bg_on $h $h "$NT" run --no-tui -t $THRESH --listen 198.18.0.$((i + 1)):$PORT \
 		--token-file "$TMP/token" --dump "$TMP/$h.jsonl" -- "$RJ" --ranks 6 \
-		--hosts $ADDRS --port 47300 --local-ranks $((2 * i))-$((2 * i + 1)) --duration 16 \
+		--hosts $ADDRS --port 23300 --local-ranks $((2 * i))-$((2 * i + 1)) --duration 16 \
 		--stall-rank 3 --stall-after 3 --stall-for 8 >"$TMP/$h.out" 2>&1 &
 	eval "pid_$h=$!"
 done
@@ -218,11 +221,13 @@ check watch_usage "exit $RC: $OUT" -- error_is 64 $RC "$OUT"
 # with its own tracer. Alone, its tracer sees nobody wait; merged, the loopback ends are joined
 L=127.0.0.1,127.0.0.1,127.0.0.1,127.0.0.1
 k=0
+LO_PIDS=()
 for part in 0-1 2-2 3-3; do
 	"$NT" run --no-tui -t $THRESH --listen 127.0.0.1:$((PORT + 10 + k)) \
 		--dump "$TMP/lo-$part.jsonl" -- "$RJ" --ranks 4 --hosts $L \
-		--port 47500 --local-ranks $part --duration 12 --stall-rank 2 --stall-after 3 \
+		--port 23500 --local-ranks $part --duration 12 --stall-rank 2 --stall-after 3 \
 		--stall-for 6 >"$TMP/lo-$part.out" 2>&1 &
+	LO_PIDS+=($!)
 	k=$((k + 1))
 done
 # watch of the three, one hostname: named as report names them, the culprit on the second
@@ -230,7 +235,7 @@ wait_for 12 grep -qs "STALL rank 2" "$TMP/lo-2-2.out"
 sleep $((THRESH + 2))
 "$NT" watch --once --json 127.0.0.1:$((PORT + 10)) 127.0.0.1:$((PORT + 11)) \
 	127.0.0.1:$((PORT + 12)) >"$TMP/lo-once.json" 2>"$TMP/lo-once.err"
-wait
+wait "${LO_PIDS[@]}"
 P2=$(marker_pid "$TMP/lo-2-2.out")
 H=$(hostname)
 check one_host_watch "watch: $(jq -c '[.hosts[].host], [.findings[] | {kind, rank, pid, host}]' "$TMP/lo-once.json" 2>&1 | tr '\n' ' ') $(head -c 200 "$TMP/lo-once.err")" -- \

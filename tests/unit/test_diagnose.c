@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The diagnosis driver on synthetic snapshots (diagworld.h): finding kinds' names, the death
- * rules (exits.c), stable keys, the output limit, an empty snapshot. The rule families have
- * their own files: test_waits.c, test_setup.c, test_colls.c, test_quiet.c.
+ * rules (exits.c), stable keys, the output limit, an empty snapshot, the threshold's bounds.
+ * The rule families have their own files: test_waits.c, test_setup.c, test_colls.c,
+ * test_quiet.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,6 +190,22 @@ static void test_empty_snapshot(void **state)
 	assert_int_equal(diagnose_waiting_conn(&s, &cfg, 1), -1);
 }
 
+/* a threshold from another host's dump or /state is bounded like -t (fuzz_state: 2e103 s) */
+static void test_threshold_bounded(void **state)
+{
+	struct diag_config c;
+
+	(void)state;
+	diag_config_init(&c, 2e103);
+	assert_true(c.stall_threshold_ns == (uint64_t)DIAG_MAX_THRESHOLD_S * NT_NSEC_PER_SEC);
+	diag_config_init(&c, -3);
+	assert_true(c.stall_threshold_ns == NT_NSEC_PER_SEC);
+	diag_config_init(&c, __builtin_nan(""));
+	assert_true(c.stall_threshold_ns == NT_NSEC_PER_SEC);
+	diag_config_init(&c, 2.5);
+	assert_true(c.stall_threshold_ns == 2500000000ULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_keys_stable),
 		cmocka_unit_test(test_max_respected),
 		cmocka_unit_test(test_empty_snapshot),
+		cmocka_unit_test(test_threshold_bounded),
 	};
 
 	return cmocka_run_group_tests_name("diagnose", tests, NULL, NULL);

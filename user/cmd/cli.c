@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include "cmd/cli.h"
 #include "cmd/listen.h"
+#include "diagnose/diagnose.h"
 #include "trace/tracer.h"
 
 const char cli_main_help[] =
@@ -312,7 +313,7 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 		o->dump_path = optarg;
 		return 0;
 	case 't':
-		if (cli_parse_seconds(optarg, 86400, &o->stall_threshold_s)) {
+		if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &o->stall_threshold_s)) {
 			snprintf(err, errlen,
 				 "--stall-threshold '%s': expected seconds, > 0 and <= 86400",
 				 optarg);
@@ -320,7 +321,7 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 		}
 		return 0;
 	case OPT_MIN_THRESHOLD:
-		if (cli_parse_seconds(optarg, 86400, &o->min_threshold_s)) {
+		if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &o->min_threshold_s)) {
 			snprintf(err, errlen,
 				 "--min-threshold '%s': expected seconds, > 0 and <= 86400",
 				 optarg);

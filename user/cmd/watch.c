@@ -82,7 +82,7 @@ static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t
 			w->no_tui = true;
 			break;
 		case 't':
-			if (cli_parse_seconds(optarg, 86400, &w->threshold_s)) {
+			if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &w->threshold_s)) {
 				snprintf(err, errlen, "--stall-threshold '%s': expected seconds",
 					 optarg);
 				return -1;

@@ -66,6 +66,10 @@ int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct 
 void diag_config_init(struct diag_config *cfg, double stall_threshold_s)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	if (!(stall_threshold_s > 0))
+		stall_threshold_s = 1;
+	if (stall_threshold_s > DIAG_MAX_THRESHOLD_S)
+		stall_threshold_s = DIAG_MAX_THRESHOLD_S;
 	cfg->stall_threshold_ns = (uint64_t)(stall_threshold_s * 1e9);
 	cfg->min_threshold_ns = NT_NSEC_PER_SEC;
 	cfg->adapt_k = 10;

@@ -33,11 +33,15 @@ struct diag_config {
 	uint64_t quiet_hold_ns, quiet_recent_ns;
 };
 
+/* the longest stall threshold, in seconds: -t's bound, and that of a threshold read from a dump */
+#define DIAG_MAX_THRESHOLD_S 86400
+
 /*
  * The tracer's settings for a stall threshold (the ceiling; adaptive, k = 10, from 1 s): a
  * connection tried within 1 s is being tried, a straggler is behind in 16 of 64 samples, quiet
  * mode after 2 s of every communicator moving within 0.5 s. What `run` diagnoses with, and
- * `watch` and a merged `report` the same way.
+ * `watch` and a merged `report` the same way. The threshold may come from another host's dump
+ * or /state: one beyond DIAG_MAX_THRESHOLD_S is that, and one not above 0 (or NaN) 1 s.
  */
 void diag_config_init(struct diag_config *cfg, double stall_threshold_s);
 

@@ -245,8 +245,8 @@ static int ring_accept(const struct ring *r, int lfd)
 		int fd, err;
 
 		if (left <= 0)
-			job_fail(EXIT_LOST, "rank %d: rank %d did not connect within %.0f s", r->rank,
-				 r->prev, ACCEPT_GIVEUP_S);
+			job_fail(EXIT_LOST, "rank %d: rank %d did not connect within %.0f s",
+				 r->rank, r->prev, ACCEPT_GIVEUP_S);
 		if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
 			continue;
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);

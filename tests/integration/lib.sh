@@ -197,14 +197,22 @@ opened_early_ms() {
 		.threshold_s * 1000 | floor" "$1" | head -1
 }
 
-# detected NAME OUT DUMP KIND THRESH: finding KIND opened in DUMP at least THRESH after the wait
-# on the faulty rank began, and at most THRESH + 1 s after its fault (markers in OUT). THRESH is
-# -t; a finding that opened early is held to the threshold it reports (at least 1 s, the floor
-# of the adaptive one) the same way.
-detected() {
-	local thr=$(($5 * 1000)) early
-	early=$(opened_early_ms "$3" "$4")
+# threshold_ms DUMP KIND THRESH: the threshold (ms) finding KIND in DUMP is held to: -t (THRESH,
+# seconds), or the threshold it reports where it opened early (at least 1 s, the floor of the
+# adaptive one)
+threshold_ms() {
+	local thr=$(($3 * 1000)) early
+	early=$(opened_early_ms "$1" "$2")
 	[ -n "$early" ] && [ "$early" -ge 1000 ] && [ "$early" -lt "$thr" ] && thr=$early
+	echo "$thr"
+}
+
+# detected NAME OUT DUMP KIND THRESH: finding KIND opened in DUMP at least its threshold
+# (threshold_ms) after the wait on the faulty rank began, and at most that + 1 s after its fault
+# (markers in OUT)
+detected() {
+	local thr
+	thr=$(threshold_ms "$3" "$4" "$5")
 	check_latency "$1" "$(marker_ns "$2")" "$(opened_ns "$3" "$4")" "$thr" \
 		$((thr + 1000)) "$(marker_quiet_ns "$2")"
 }

@@ -8,18 +8,20 @@
 # root or BPF they fail. Exit status 1 if anything failed. NT_SUMMARY=FILE (with NT_PASS=label)
 # also appends the failures and the count line there: make check prints them last, so that
 # a CI log's tail names what failed, whatever followed.
-# A script (and a unit test binary) has NT_SCRIPT_TIMEOUT seconds (default 900): one that runs past them is killed, with
-# every process it started (found by a marker in their environment, which follows them into
-# sessions of their own), and fails as "timeout", so that a hang costs one script and names it
-# instead of running CI past its own limit. Each script's line "took Ns" says how long it ran.
+# A script (and a unit test binary) has NT_SCRIPT_TIMEOUT seconds (default 900): one that runs
+# past them is killed, with every process it started (found by a marker in their environment,
+# which follows them into sessions of their own), and fails as "timeout", so that a hang costs
+# one script and names it instead of running CI past its own limit. Each script's line
+# "took Ns" says how long it ran.
 set -u
+limit=${NT_SCRIPT_TIMEOUT:-900}
 
 passed=0 failed=0 skipped=0
 failures=()
 
 run_unit() {
 	local bin=$1 out
-	out=$(CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 15 "${NT_SCRIPT_TIMEOUT:-900}" "$bin" 2>&1)
+	out=$(CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 15 "$limit" "$bin" 2>&1)
 	local rc=$?
 	printf '%s\n' "$out" | sed "s|^|$(basename "$bin"): |"
 	local ok nok skp
@@ -64,7 +66,7 @@ kill_marked() {
 }
 
 run_script() {
-	local t=$1 name want line n got=0 rc='' left=0 limit=${NT_SCRIPT_TIMEOUT:-900} start marker msg
+	local t=$1 name want line n got=0 rc='' left=0 start marker msg
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
 	start=$(date +%s)

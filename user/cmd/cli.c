@@ -315,16 +315,16 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 	case 't':
 		if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &o->stall_threshold_s)) {
 			snprintf(err, errlen,
-				 "--stall-threshold '%s': expected seconds, > 0 and <= 86400",
-				 optarg);
+				 "--stall-threshold '%s': expected seconds, > 0 and <= %d", optarg,
+				 DIAG_MAX_THRESHOLD_S);
 			return -1;
 		}
 		return 0;
 	case OPT_MIN_THRESHOLD:
 		if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &o->min_threshold_s)) {
 			snprintf(err, errlen,
-				 "--min-threshold '%s': expected seconds, > 0 and <= 86400",
-				 optarg);
+				 "--min-threshold '%s': expected seconds, > 0 and <= %d", optarg,
+				 DIAG_MAX_THRESHOLD_S);
 			return -1;
 		}
 		return 0;

@@ -78,10 +78,83 @@ static __always_inline bool tgid_traced(__u32 tgid)
 	return bpf_map_lookup_elem(&traced, &tgid) != NULL;
 }
 
-/* A ring-buffer record with its common header filled in; a failed reservation is counted. */
-static __always_inline void *record_reserve(__u32 size, __u16 type)
+/*
+ * The intake's bound: NCCL records a second each traced process may send, a quarter of that
+ * for each other class (enum nt_budget_class), and all processes together 16 times that; set
+ * before the load
+ */
+const volatile __u32 budget_per_s = NT_BUDGET_DEFAULT;
+
+struct nt_budget {
+	__u64 window_ns; /* the start of the current second */
+	__u64 count;	 /* records sent in it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4 * NT_MAX_TRACED);
+	__type(key, __u64); /* tgid << 8 | class; tgid 0: every process */
+	__type(value, struct nt_budget);
+} budget SEC(".maps");
+
+/* The records over the budget, per NCCL probe (the classes' totals are in stats) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NT_P_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} supp_probe SEC(".maps");
+
+/*
+ * One more record of this key's window: false if over limit. Several CPUs may share a key:
+ * the count is atomic; two may both start a new window, which at most doubles one second's
+ * share, still a bound.
+ */
+static __always_inline bool budget_take(__u64 key, __u64 limit, __u64 now)
 {
-	struct nt_ev_hdr *h = bpf_ringbuf_reserve(&events, size, 0);
+	struct nt_budget *b = bpf_map_lookup_elem(&budget, &key), z = {now, 0};
+
+	if (!b) {
+		bpf_map_update_elem(&budget, &key, &z, BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&budget, &key);
+		if (!b)
+			return true; /* no room to count: sent, as before there was a bound */
+	}
+	if (now - b->window_ns >= 1000000000ULL) {
+		b->window_ns = now;
+		b->count = 0;
+	}
+	return __sync_fetch_and_add(&b->count, 1) < limit;
+}
+
+/* May tgid send one more record of class cls? If not, it is counted as suppressed. */
+static __always_inline bool budget_allows(__u32 tgid, __u32 cls, __u16 probe)
+{
+	__u64 now = bpf_ktime_get_ns(),
+	      lim = cls == NT_BUDGET_NCCL ? budget_per_s : budget_per_s / 4;
+	__u32 idx = probe;
+	__u64 *v;
+
+	if (budget_take(((__u64)tgid << 8) | cls, lim, now) && budget_take(cls, 16 * lim, now))
+		return true;
+	stat_inc(NT_STAT_SUPP_PROC + cls);
+	if (cls == NT_BUDGET_NCCL && (v = bpf_map_lookup_elem(&supp_probe, &idx)))
+		*v += 1; /* per-CPU slot: no other writer */
+	return false;
+}
+
+/*
+ * A ring-buffer record with its common header filled in, if the process's budget for its
+ * class allows; a suppressed record and a failed reservation are counted.
+ */
+static __always_inline void *record_reserve(__u32 size, __u16 type, __u32 tgid, __u32 cls,
+					    __u16 probe)
+{
+	struct nt_ev_hdr *h;
+
+	if (!budget_allows(tgid, cls, probe))
+		return NULL;
+	h = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!h) {
 		stat_inc(NT_STAT_RB_DROP);

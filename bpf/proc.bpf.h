@@ -11,7 +11,8 @@
 static __always_inline void emit_proc(__u16 type, __u32 pid, __u32 ppid, __u32 tid, int code,
 				      struct task_struct *task)
 {
-	struct nt_ev_proc *e = record_reserve(sizeof(*e), type);
+	struct nt_ev_proc *e = record_reserve(sizeof(*e), type, type == NT_EV_FORK ? ppid : pid,
+					      NT_BUDGET_PROC, 0);
 
 	if (!e)
 		return;

@@ -274,7 +274,7 @@ int BPF_KRETPROBE(nt_krp_recv, int ret)
 static __always_inline void emit_conn(__u16 type, __u64 sk, __u32 oldstate, __u32 newstate,
 				      const struct nt_conn *c)
 {
-	struct nt_ev_conn *e = record_reserve(sizeof(*e), type);
+	struct nt_ev_conn *e = record_reserve(sizeof(*e), type, c->tgid, NT_BUDGET_CONN, 0);
 
 	if (!e)
 		return;

@@ -45,7 +45,8 @@ static __always_inline __u32 thread_phase(__u32 tid)
 
 static __always_inline struct nt_ev_nccl *nccl_event(__u64 id, __u16 probe, __u32 lib, bool ret)
 {
-	struct nt_ev_nccl *e = record_reserve(sizeof(*e), NT_EV_NCCL);
+	struct nt_ev_nccl *e =
+		record_reserve(sizeof(*e), NT_EV_NCCL, id >> 32, NT_BUDGET_NCCL, probe);
 
 	if (!e)
 		return NULL;
@@ -161,6 +162,7 @@ static __always_inline struct nt_phase_stack *phase_push(struct pt_regs *ctx, __
 		if (!st)
 			return NULL;
 	}
+	st->tgid = bpf_get_current_pid_tgid() >> 32; /* a tid may be reused by another process */
 	if (st->depth < NT_PHASE_DEPTH) {
 		__u32 d = st->depth;
 
@@ -189,27 +191,96 @@ static __always_inline struct nt_phase_stack *phase_push(struct pt_regs *ctx, __
 								     : a2;
 		}
 	}
+	if (st->depth == 0) {
+		__u32 cls = nt_probe_setup_class(probe);
+
+		if (cls && cls < NT_SETUP_CLASSES)
+			st->entered_ns[cls] = bpf_ktime_get_ns();
+	}
 	st->depth++; /* counts past the frames kept, so returns still pair up */
 	return st;
 }
 
-/* A call of ncclIbConnect or ncclIbAccept, polled: the run of calls and the handshake's stage */
-static __always_inline void ib_poll_note(struct pt_regs *ctx, struct nt_phase_stack *st,
-					 __u16 probe, const struct nt_nccl_offsets *o, __u64 a0)
+/* A polling run started or ended: one record, with the run as the stack holds it */
+static __always_inline void emit_poll(__u64 id, const struct nt_phase_stack *st, __u32 lib,
+				      bool end, bool done)
+{
+	struct nt_ev_poll *e =
+		record_reserve(sizeof(*e), NT_EV_POLL, id >> 32, NT_BUDGET_NCCL, st->poll_probe);
+
+	if (!e)
+		return;
+	__builtin_memset(&e->pid, 0, sizeof(*e) - sizeof(e->h));
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->probe = st->poll_probe;
+	e->end = end;
+	e->done = done;
+	e->lib = lib;
+	e->obj = st->poll_obj;
+	e->calls = st->poll_calls;
+	e->first_ns = st->poll_first_ns;
+	e->result = st->poll_result;
+	e->stage = st->poll_stage;
+	/* a connect handle starts with the address it connects to (socket and IB nets alike) */
+	if (!end && e->obj && (e->probe == NT_P_NET_CONNECT || e->probe == NT_P_IB_CONNECT))
+		bpf_probe_read_user(e->addr, sizeof(e->addr), (void *)e->obj);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * A call of a polled function (the net plugins' connect and accept): counted in the thread's
+ * polling run; a new run (another function or object, after the last one ended, or after a
+ * second without a call) is told once
+ */
+static __always_inline void poll_note(struct pt_regs *ctx, __u64 id, struct nt_phase_stack *st,
+				      __u16 probe, __u32 lib, const struct nt_nccl_offsets *o,
+				      __u64 a0)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__s32 stage = -1, off = probe == NT_P_IB_CONNECT ? o->ibh_stage : o->iblc_stage;
-	/* the handle is the argument before sendComm */
-	__u64 obj = probe == NT_P_IB_CONNECT ? reg_arg(ctx, o->connect_sendcomm_arg - 1) : a0;
+	bool connect = probe == NT_P_NET_CONNECT || probe == NT_P_IB_CONNECT;
+	__s32 stage = -1, off = probe == NT_P_IB_CONNECT  ? o->ibh_stage
+				: probe == NT_P_IB_ACCEPT ? o->iblc_stage
+							  : -1;
+	/* the handle is the argument before sendComm; the listen comm is accept's first */
+	__u64 obj = connect ? reg_arg(ctx, o->connect_sendcomm_arg - 1) : a0;
 
 	if (obj && off >= 0)
 		bpf_probe_read_user(&stage, 4, (void *)(obj + off));
-	/* a second without a call ends a polling run */
-	if (now - st->poll_last_ns > 1000000000ULL || st->poll_probe != probe)
-		st->poll_first_ns = now;
-	st->poll_last_ns = now;
-	st->poll_probe = probe;
+	stat_inc(NT_STAT_POLL_CALLS);
 	st->poll_stage = stage;
+	if (st->poll_probe == probe && st->poll_obj == obj && !st->poll_done &&
+	    now - st->poll_last_ns <= 1000000000ULL) {
+		st->poll_last_ns = now;
+		st->poll_calls++;
+		return;
+	}
+	st->poll_probe = probe;
+	st->poll_obj = obj;
+	st->poll_first_ns = st->poll_last_ns = now;
+	st->poll_calls = 1;
+	st->poll_done = 0;
+	st->poll_result = 0;
+	emit_poll(id, st, lib, false, false);
+}
+
+/* A polled call returned: the run ends when the out-pointer is set or the call failed */
+static __always_inline void poll_return(struct pt_regs *ctx, __u64 id, struct nt_phase_stack *st,
+					const struct nt_phase_frame *fr, __u32 lib)
+{
+	/* sendComm** (kept in args[2] at the entry), recvComm** (accept's 2nd) */
+	__u64 where = fr->probe == NT_P_NET_CONNECT || fr->probe == NT_P_IB_CONNECT ? fr->args[2]
+										    : fr->args[1];
+	__u64 out = 0;
+	__s32 rc = (__s32)PT_REGS_RC(ctx);
+
+	if (where)
+		bpf_probe_read_user(&out, 8, (void *)where);
+	st->poll_result = rc;
+	if ((out || rc) && !st->poll_done && st->poll_probe == fr->probe) {
+		st->poll_done = 1;
+		emit_poll(id, st, lib, true, out != 0);
+	}
 }
 
 /* The communicator an entry event names (and, for ncclTransportP2pSetup, the graph's id) */
@@ -268,13 +339,25 @@ static __always_inline void entry_data(struct pt_regs *ctx, struct nt_ev_nccl *e
 		read_socket(e, a0, o);
 		break;
 	case NT_P_CONNECT_RETRY:
-		/* a .part clone: its arguments are not trusted; the socket is ncclSocketConnect's */
+		/*
+		 * a .part clone: its arguments are not trusted; the socket is ncclSocketConnect's,
+		 * or, for a net plugin's asynchronous connect (retried from ncclSocketReady, which
+		 * is not probed), the address its handle starts with
+		 */
 		st = bpf_map_lookup_elem(&phases, &tid);
 		if (st && st->depth > 0 && st->depth <= NT_PHASE_DEPTH) {
 			__u32 d = st->depth - 1;
 
-			if (d < NT_PHASE_DEPTH && st->f[d].probe == NT_P_SOCKET_CONNECT)
+			if (d < NT_PHASE_DEPTH && st->f[d].probe == NT_P_SOCKET_CONNECT) {
 				read_socket(e, st->f[d].args[0], o);
+			} else if (d < NT_PHASE_DEPTH &&
+				   (st->f[d].probe == NT_P_NET_CONNECT ||
+				    st->f[d].probe == NT_P_IB_CONNECT) &&
+				   st->poll_obj) {
+				e->d.sock.fd = -1;
+				bpf_probe_read_user(e->d.sock.addr, sizeof(e->d.sock.addr),
+						    (void *)st->poll_obj);
+			}
 		}
 		break;
 	case NT_P_IBV_MODIFY_QP:
@@ -346,9 +429,9 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 		st = phase_push(ctx, tid, probe, lib, o, a0, a1, a2);
 		if (!st)
 			return 0;
-		if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT) {
-			ib_poll_note(ctx, st, probe, o, a0);
-			return 0; /* no event: userspace reads the stack */
+		if (nt_probe_polled(probe)) {
+			poll_note(ctx, id, st, probe, lib, o, a0);
+			return 0; /* no event a call: userspace reads the stack */
 		}
 	}
 	/* settings, log calls and verbs that return an object are told at their return */
@@ -370,6 +453,13 @@ static __always_inline int on_uprobe(struct pt_regs *ctx)
 	if (probe_has_return(probe)) {
 		st = bpf_map_lookup_elem(&phases, &tid);
 		e->depth = st ? st->depth : 0;
+		/* the frame's own time: what userspace matches it by with the stack it reads */
+		if (st && st->depth > 0 && st->depth <= NT_PHASE_DEPTH) {
+			__u32 d = st->depth - 1;
+
+			if (d < NT_PHASE_DEPTH)
+				e->since_ns = st->f[d].since_ns;
+		}
 	}
 	/*
 	 * One event per collective (--collectives): waking the tracer for each would cost the job
@@ -479,13 +569,6 @@ static __always_inline void ret_data(struct nt_ev_nccl *e, __u16 probe,
 	case NT_P_API_SPLIT:
 		ret_new_comm(e, probe, fr, o);
 		break;
-	case NT_P_NET_CONNECT:
-	case NT_P_NET_ACCEPT:
-		/* *sendComm / *recvComm stays NULL until the re-entrant connect/accept is done */
-		if (fr->args[probe == NT_P_NET_CONNECT ? 2 : 1])
-			bpf_probe_read_user(&e->args[3], 8,
-					    (void *)fr->args[probe == NT_P_NET_CONNECT ? 2 : 1]);
-		break;
 	case NT_P_IBV_OPEN_DEVICE:
 	case NT_P_IBV_CREATE_QP:
 		ret_verbs_obj(e, probe, fr, o);
@@ -529,9 +612,14 @@ static __always_inline int on_uretprobe(struct pt_regs *ctx)
 		__builtin_memcpy(&fr, &st->f[d], sizeof(fr));
 	if (probe == NT_P_DEBUG_LOG && (fr.args[0] != 2 || !o->lasterr_delta))
 		return 0; /* only warnings are told */
-	/* polled (see on_uprobe); the verbs calls whose entry says it all */
-	if (probe == NT_P_IB_CONNECT || probe == NT_P_IB_ACCEPT || probe == NT_P_IBV_DESTROY_QP ||
-	    probe == NT_P_IBV_REG_MR)
+	/* polled (see on_uprobe) */
+	if (nt_probe_polled(probe)) {
+		if (d < NT_PHASE_DEPTH)
+			poll_return(ctx, id, st, &fr, lib);
+		return 0;
+	}
+	/* the verbs calls whose entry says it all */
+	if (probe == NT_P_IBV_DESTROY_QP || probe == NT_P_IBV_REG_MR)
 		return 0;
 	e = nccl_event(id, probe, lib, true);
 	if (!e)

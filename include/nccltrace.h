@@ -26,6 +26,7 @@ enum nt_event_type {
 	NT_EV_RETRANS = 5,
 	NT_EV_RESET = 6, /* RST received */
 	NT_EV_NCCL = 7,	 /* an NCCL probe fired (entry or return) */
+	NT_EV_POLL = 8, /* a thread started or ended polling an NCCL function (struct nt_ev_poll) */
 };
 
 /* Indices of the per-CPU stats array: drops and full maps are counted, never silent. */
@@ -37,8 +38,27 @@ enum nt_stat {
 	NT_STAT_RECV_EVENTS,  /* receive calls seen on traced connections */
 	NT_STAT_STATE_EVENTS, /* TCP state changes of traced connections */
 	NT_STAT_PROBE_EVENTS, /* tcp_probe hits on traced connections */
+	/* records over a process's budget (enum nt_budget_class), counted instead of sent */
+	NT_STAT_SUPP_PROC,
+	NT_STAT_SUPP_CONN,
+	NT_STAT_SUPP_NCCL,
+	NT_STAT_POLL_CALLS, /* calls of polled NCCL functions, counted in the phase stacks */
 	NT_STAT_MAX,
 };
+
+/*
+ * The tracer's intake is bounded by design: each traced process may send at most a budget of
+ * records a second per class (a window of a second, counted in the kernel); what is over it
+ * is counted as suppressed (per class in stats, per NCCL probe in supp_probe), never sent.
+ */
+enum nt_budget_class {
+	NT_BUDGET_PROC = 0, /* fork, exec, exit */
+	NT_BUDGET_CONN,	    /* TCP state changes, retransmits, resets */
+	NT_BUDGET_NCCL,	    /* NCCL and verbs probes */
+	NT_BUDGET_MAX,
+};
+/* NCCL records a second per process; TCP and process records a quarter of that each */
+#define NT_BUDGET_DEFAULT 4096
 
 /* How send/receive calls are observed; the first one that loads and attaches wins. */
 enum nt_attach_mode {
@@ -237,6 +257,25 @@ static inline int nt_probe_api_init(unsigned int p)
 #define NT_MAX_LIBS    16
 #define NT_PHASE_DEPTH 8
 
+/*
+ * The setup an outermost call puts its process in: 1 communicator init, 2 transport setup, 3
+ * a public collective call (the first after an init holds the lazy ring connect: userspace
+ * decides), 0 none
+ */
+#define NT_SETUP_CLASSES 4
+static inline int nt_probe_setup_class(unsigned int p)
+{
+	if (nt_probe_api_coll(p))
+		return 3;
+	if (nt_probe_api_init(p) || p == NT_P_COMM_INIT || p == NT_P_BOOTSTRAP_INIT ||
+	    p == NT_P_BOOTSTRAP_SPLIT || p == NT_P_INIT_TRANSPORTS)
+		return 1;
+	if (p == NT_P_RING_CONNECT || p == NT_P_TREE_CONNECT || p == NT_P_P2P_SETUP ||
+	    p == NT_P_PROXY_CONNECT)
+		return 2;
+	return 0;
+}
+
 /* Offsets into NCCL's structs for one library (from its DWARF or a verified table); -1: unknown */
 struct nt_nccl_offsets {
 	__s32 sock_fd;
@@ -324,16 +363,56 @@ struct nt_phase_stack {
 	__u32 pad;
 	struct nt_phase_frame f[NT_PHASE_DEPTH];
 	/*
-	 * ncclIbConnect/ncclIbAccept: re-entrant, called in a loop by the proxy until the QPs are
-	 * up, far too often for an event each. The thread's polling, read by userspace each tick.
+	 * The polled probes (nt_probe_polled: the net plugins' connect and accept, re-entrant,
+	 * called in a loop by the proxy thread until the connection is up, ~10^5 times a second):
+	 * far too often for an event each. The thread's polling run, read by userspace each tick;
+	 * one NT_EV_POLL record when a run starts and one when it ends.
 	 */
 	__u64 poll_first_ns; /* the first call of this polling run */
 	__u64 poll_last_ns;  /* the latest call */
 	__u16 poll_probe;
-	__u16 pad2;
-	__s32 poll_stage; /* the handshake's stage at the latest call, -1 if unknown */
+	__u8 poll_done; /* the run ended: the out-pointer was set, or the call failed */
+	__u8 pad2;
+	__s32 poll_stage;  /* the handshake's stage at the latest call, -1 if unknown */
+	__u64 poll_calls;  /* calls in this run */
+	__u64 poll_obj;	   /* what is polled: the connect handle or the listen comm */
+	__s32 poll_result; /* the latest call's ncclResult_t */
+	__u32 tgid;	   /* the thread's process */
+	/*
+	 * When the thread last entered a setup as its outermost call, by nt_probe_setup_class:
+	 * state, where the entry's record may be lost (a rank that got through a setup took part)
+	 */
+	__u64 entered_ns[NT_SETUP_CLASSES];
 };
 _Static_assert(sizeof(struct nt_phase_frame) == 56, "nt_phase_frame layout");
+_Static_assert(sizeof(struct nt_phase_stack) == 8 + 56 * NT_PHASE_DEPTH + 48 + 8 * NT_SETUP_CLASSES,
+	       "nt_phase_stack layout");
+
+/* Probes NCCL calls again and again until something happens: counted, never told per call */
+static inline int nt_probe_polled(unsigned int p)
+{
+	return p == NT_P_NET_CONNECT || p == NT_P_NET_ACCEPT || p == NT_P_IB_CONNECT ||
+	       p == NT_P_IB_ACCEPT;
+}
+
+/* A polling run started (end 0) or ended (end 1): the run as the phase stack holds it */
+struct nt_ev_poll {
+	struct nt_ev_hdr h;
+	__u32 pid;
+	__u32 tid;
+	__u16 probe;
+	__u8 end;
+	__u8 done; /* ended with the out-pointer set (connected); 0: failed (result) */
+	__u32 lib;
+	__u64 obj;
+	__u64 calls;
+	__u64 first_ns;
+	__s32 result;
+	__s32 stage;
+	__u8 addr[28]; /* the connect handle's address (socket net), zeros if none */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct nt_ev_poll) == 16 + 16 + 24 + 8 + 32, "nt_ev_poll layout");
 
 struct nt_ev_nccl {
 	struct nt_ev_hdr h;

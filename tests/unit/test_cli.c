@@ -283,6 +283,35 @@ static void test_run_tcp_hooks(void **state)
 	assert_error(err, "--tcp-hooks 'never': expected auto or always");
 }
 
+/* The intake's bound and the ring buffer's size: whole numbers in range, else one line */
+static void test_run_budget_and_ringbuf(void **state)
+{
+	struct run_opts o;
+	char err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(RUN(&o, err, "--", "ls"), 0);
+	assert_int_equal(o.budget, 0); /* the default: NT_BUDGET_DEFAULT */
+	assert_int_equal(o.ringbuf_kb, 0);
+	assert_int_equal(RUN(&o, err, "--record-budget", "64", "--ringbuf-kb=4", "--", "ls"), 0);
+	assert_int_equal(o.budget, 64);
+	assert_int_equal(o.ringbuf_kb, 4);
+	assert_int_equal(RUN(&o, err, "--record-budget", "1000000", "--", "ls"), 0);
+	assert_int_equal(o.budget, 1000000);
+	for (int i = 0; i < 6; i++) {
+		const char *bad[] = {"0", "15", "1000001", "-64", "64x", ""};
+
+		assert_int_equal(RUN(&o, err, "--record-budget", (char *)bad[i], "--", "ls"), -1);
+		assert_error(err, "expected records a second, 16 to 1000000");
+	}
+	for (int i = 0; i < 5; i++) {
+		const char *bad[] = {"0", "2", "12", "2097152", "4k"};
+
+		assert_int_equal(RUN(&o, err, "--ringbuf-kb", (char *)bad[i], "--", "ls"), -1);
+		assert_error(err, "expected a power of 2 from 4 to 1048576");
+	}
+}
+
 static void test_run_option_missing_value(void **state)
 {
 	struct run_opts o;
@@ -588,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_run_bad_threshold),
 		cmocka_unit_test(test_run_bad_attach_mode),
 		cmocka_unit_test(test_run_tcp_hooks),
+		cmocka_unit_test(test_run_budget_and_ringbuf),
 		cmocka_unit_test(test_run_option_missing_value),
 		cmocka_unit_test(test_run_help),
 		cmocka_unit_test(test_run_repeated_parsing),

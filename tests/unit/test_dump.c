@@ -531,6 +531,47 @@ static void test_snapshot_every(void **state)
 	assert_int_equal(record_snapshot_every(t0 + 331 * s, t0, t0 + 270 * s, false), 10 * s);
 }
 
+/* The footer: what was lost, and what was over the budget, per class and per NCCL probe */
+static void test_footer_suppressed(void **state)
+{
+	uint64_t stats[NT_STAT_MAX] = {0}, supp[NT_P_MAX] = {0};
+	json_t *f, *s;
+
+	(void)state;
+	stats[NT_STAT_RB_DROP] = 3;
+	stats[NT_STAT_SUPP_NCCL] = 1300;
+	stats[NT_STAT_SUPP_CONN] = 20;
+	stats[NT_STAT_POLL_CALLS] = 1000000;
+	supp[NT_P_NET_ACCEPT] = 1000;
+	supp[NT_P_BOOTSTRAP_RECV] = 300;
+	f = record_footer(stats, supp, 1, 0.5, 0, 42);
+	s = json_object_get(f, "suppressed");
+	assert_int_equal(json_integer_value(json_object_get(s, "total")), 1320);
+	assert_int_equal(json_integer_value(json_object_get(s, "nccl")), 1300);
+	assert_int_equal(json_integer_value(json_object_get(s, "conn")), 20);
+	assert_int_equal(json_integer_value(json_object_get(s, "proc")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s, "by_probe"),
+							    "net_socket_accept")),
+			 1000);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(s, "by_probe"), "bootstrap_recv")),
+			 300);
+	assert_int_equal(json_object_size(json_object_get(s, "by_probe")), 2);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(f, "lost"), "ringbuf_drops")),
+		3);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(f, "totals"), "poll_calls")),
+		1000000);
+	json_decref(f);
+	/* per probe unknown (the map could not be read): the classes still */
+	f = record_footer(stats, NULL, 1, 0.5, 0, 42);
+	s = json_object_get(f, "suppressed");
+	assert_int_equal(json_integer_value(json_object_get(s, "total")), 1320);
+	assert_int_equal(json_object_size(json_object_get(s, "by_probe")), 0);
+	json_decref(f);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -554,6 +595,7 @@ int main(void)
 		T(test_read_callback_stops),
 		cmocka_unit_test(test_default_name),
 		cmocka_unit_test(test_job_id),
+		cmocka_unit_test(test_footer_suppressed),
 	};
 #undef T
 

@@ -201,13 +201,12 @@ static void test_handshake_blocked_inside(void **state)
 
 static struct nt_phase_stack fake_stack;
 
-static int stack_of(void *ctx, int tid, struct nt_phase_stack *out)
+/* the tracer's visit of the BPF stacks: one thread, 11 of pid 100 */
+static int stacks_of(void *ctx, int (*fn)(void *, int, const struct nt_phase_stack *), void *fnctx)
 {
 	(void)ctx;
-	if (tid != 11)
-		return -1;
-	*out = fake_stack;
-	return 0;
+	fake_stack.tgid = 100;
+	return fn(fnctx, 11, &fake_stack);
 }
 
 static void feed(struct nccl_state *s, int probe, bool ret, uint64_t ts)
@@ -244,7 +243,7 @@ static void test_handshake_sampling(void **state)
 	fake_stack.poll_first_ns = NOW - 5 * SEC;
 	fake_stack.poll_last_ns = NOW - 3 * SEC + 2000;
 	fake_stack.poll_stage = 5;
-	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__sample_stacks(s, NOW, stacks_of, NULL);
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.ib_hs.probe, NT_P_IB_ACCEPT);
 	assert_true(sp.ib_hs.inside);
@@ -253,7 +252,7 @@ static void test_handshake_sampling(void **state)
 	assert_int_equal(sp.ib_hs.tid, 11);
 	/* the same old frame while the thread goes on calling: a lost return, still polling */
 	fake_stack.poll_last_ns = NOW - 10 * 1000000ULL;
-	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__sample_stacks(s, NOW, stacks_of, NULL);
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.ib_hs.probe, NT_P_IB_ACCEPT);
 	assert_false(sp.ib_hs.inside);
@@ -269,7 +268,7 @@ static void test_handshake_sampling(void **state)
 	fake_stack.poll_probe = NT_P_IB_CONNECT;
 	fake_stack.poll_first_ns = NOW - 4 * SEC;
 	fake_stack.poll_last_ns = NOW + 3000;
-	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__sample_stacks(s, NOW, stacks_of, NULL);
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.ib_hs.probe, NT_P_IB_CONNECT);
 	assert_false(sp.ib_hs.inside);
@@ -277,7 +276,7 @@ static void test_handshake_sampling(void **state)
 	/* no call for over a second: no handshake at all */
 	fake_stack.depth = 0;
 	fake_stack.poll_last_ns = NOW - 2 * SEC;
-	nccl_state__sample_ib(s, NOW, stack_of, NULL);
+	nccl_state__sample_stacks(s, NOW, stacks_of, NULL);
 	nccl_state__proc_snap(s, &sp);
 	assert_int_equal(sp.ib_hs.probe, 0);
 	nccl_state__free(s);

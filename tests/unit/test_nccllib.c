@@ -107,7 +107,15 @@ static void test_probe_table(void **state)
 		/* a clone's arguments are never trusted, so it is never a phase */
 		if (d->flags & NP_CLONE)
 			assert_false(d->flags & NP_RET);
+		/*
+		 * the table says which probes NCCL polls, and the BPF side counts exactly those
+		 * (its return says when the run is done: a phase pair)
+		 */
+		assert_int_equal(!!(d->flags & NP_POLLED), !!nt_probe_polled(id));
+		if (d->flags & NP_POLLED)
+			assert_true(d->flags & NP_RET);
 	}
+	assert_true(nt_probe_polled(NT_P_NET_ACCEPT) && nt_probe_polled(NT_P_NET_CONNECT));
 	assert_true(core >= 6);
 	assert_null(nccl_probe(NT_P_MAX));
 	assert_true(nt_probe_has_comm(NT_P_P2P_SETUP));

@@ -153,6 +153,14 @@ static void test_main_200x60(void **state)
 	layout(&m, &st, &f, 200, 60);
 	assert_true(row_with(&f, "proxy call in transport setup (ring)") > 0);
 	assert_true(row_with(&f, "rank 3   rank 0") > 0);
+	/* nothing over the budget: the header says nothing of it */
+	assert_true(row_with(&f, "suppressed") < 0);
+	tui_frame_free(&f);
+	/* records over the budget: in the header, beside the lost ones */
+	m.suppressed = 123456;
+	m.lost = 7;
+	layout(&m, &st, &f, 200, 60);
+	assert_int_equal(row_with(&f, "lost 7  suppressed 123456"), 0);
 	tui_frame_free(&f);
 }
 

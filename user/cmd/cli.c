@@ -77,6 +77,11 @@ const char cli_run_help[] =
 	"                             'nccltrace watch'); a bare PORT is on 127.0.0.1\n"
 	"      --token-file FILE      requests must carry 'Authorization: Bearer' and FILE's\n"
 	"                             first line; required to listen on a non-loopback address\n"
+	"      --record-budget N      NCCL records a second each process may send the tracer\n"
+	"                             (default 4096), and N/4 TCP and N/4 process records; what\n"
+	"                             is over it is counted as suppressed, shown, not written\n"
+	"      --ringbuf-kb N         the kernel's record buffer in KiB (default 1024); a small\n"
+	"                             one loses records on purpose (the tests do)\n"
 	"  -v, --verbose              more detail (-vv: libbpf debug output)\n"
 	"  -h, --help                 this help\n"
 	"\n"
@@ -118,6 +123,9 @@ const char cli_attach_help[] =
 	"      --tcp-hooks WHEN       auto (default) or always, as for run\n"
 	"      --listen ADDR:PORT     serve /metrics and /state while attached, as for run\n"
 	"      --token-file FILE      the bearer token --listen needs off loopback\n"
+	"      --record-budget N      NCCL records a second per process (default 4096; N/4 TCP\n"
+	"                             and N/4 process records)\n"
+	"      --ringbuf-kb N         the kernel's record buffer in KiB (default 1024)\n"
 	"  -v, --verbose              more detail (-vv: libbpf debug output)\n"
 	"  -h, --help                 this help\n"
 	"\n"
@@ -258,6 +266,20 @@ static void bad_option(int c, int argc, char **argv, char *err, size_t errlen)
 		snprintf(err, errlen, "unknown option '%s'", arg);
 }
 
+/* A whole number from lo to hi; 0 or -1 */
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 enum {
 	OPT_NO_TUI = 256,
 	OPT_MODE,
@@ -270,6 +292,8 @@ enum {
 	OPT_TOKEN_FILE,
 	OPT_MIN_THRESHOLD,
 	OPT_FIXED_THRESHOLD,
+	OPT_BUDGET,
+	OPT_RINGBUF_KB,
 };
 
 /* The options run and attach share */
@@ -285,6 +309,8 @@ static const struct option trace_longopts[] = {
 	{"tcp-hooks", required_argument, NULL, OPT_TCP_HOOKS},
 	{"listen", required_argument, NULL, OPT_LISTEN},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"record-budget", required_argument, NULL, OPT_BUDGET},
+	{"ringbuf-kb", required_argument, NULL, OPT_RINGBUF_KB},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 };
@@ -360,6 +386,23 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 		return 0;
 	case OPT_TOKEN_FILE:
 		o->token_file = optarg;
+		return 0;
+	case OPT_BUDGET:
+		if (parse_uint(optarg, 16, 1000000, &o->budget)) {
+			snprintf(err, errlen,
+				 "--record-budget '%s': expected records a second, 16 to 1000000",
+				 optarg);
+			return -1;
+		}
+		return 0;
+	case OPT_RINGBUF_KB:
+		if (parse_uint(optarg, 4, 1 << 20, &o->ringbuf_kb) ||
+		    (o->ringbuf_kb & (o->ringbuf_kb - 1))) {
+			snprintf(err, errlen,
+				 "--ringbuf-kb '%s': expected a power of 2 from 4 to 1048576",
+				 optarg);
+			return -1;
+		}
 		return 0;
 	case 'v':
 		o->verbose++;

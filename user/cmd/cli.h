@@ -22,6 +22,8 @@ struct run_opts {
 	bool tcp_always;	/* --tcp-hooks always: never detach the per-call TCP hooks */
 	const char *listen;	/* --listen ADDR:PORT: serve /metrics and /state, NULL: off */
 	const char *token_file; /* --token-file: the bearer token those requests need */
+	unsigned budget;	/* --record-budget: records a second per process and class */
+	unsigned ringbuf_kb;	/* --ringbuf-kb: the ring buffer's size (0: 1024) */
 	char **cmd;		/* NULL-terminated, points into argv */
 	int ncmd;
 	bool help;

@@ -22,6 +22,8 @@ void livetui_draw(struct session *s, bool fresh)
 		.mode = mode,
 		.lost = s->stats[NT_STAT_RB_DROP] + s->stats[NT_STAT_CONN_FULL] +
 			s->stats[NT_STAT_TRACED_FULL],
+		.suppressed = s->stats[NT_STAT_SUPP_PROC] + s->stats[NT_STAT_SUPP_CONN] +
+			      s->stats[NT_STAT_SUPP_NCCL],
 		.dump = s->dump_path,
 		.host = s->host,
 		.job_done = s->job_exited,

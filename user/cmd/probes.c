@@ -22,10 +22,11 @@ static void print_probes(const struct nccl_lib *lib)
 		if (!d)
 			continue;
 		snprintf(st, sizeof(st), "%s", lib->probe_off[id] ? "ok" : "missing");
-		printf("%-20s %-8s 0x%-8llx %s%s%s%s\n", d->name, st,
+		printf("%-20s %-8s 0x%-8llx %s%s%s%s%s\n", d->name, st,
 		       (unsigned long long)lib->probe_off[id], lib->probe_sym[id],
 		       d->flags & NP_CORE ? " [core]" : "",
 		       d->flags & NP_OPTIN ? " [--collectives]" : "",
+		       d->flags & NP_POLLED ? " [polled: counted]" : "",
 		       lib->probe_dups[id] > 1 ? " [duplicate name: lowest address]" : "");
 	}
 }

@@ -204,6 +204,20 @@ static void check_losses(struct session *s)
 			(unsigned long long)s->stats[NT_STAT_TRACED_FULL]);
 		s->told_drops = lost;
 	}
+	lost = s->stats[NT_STAT_SUPP_PROC] + s->stats[NT_STAT_SUPP_CONN] +
+	       s->stats[NT_STAT_SUPP_NCCL];
+	if (lost > s->told_suppressed) {
+		pr_warn("records over the budget of %u NCCL records a second per process (a "
+			"quarter "
+			"of that for TCP and process ones) so far, counted, not written: %llu "
+			"NCCL, "
+			"%llu TCP, %llu process\n",
+			s->opts.budget ? s->opts.budget : NT_BUDGET_DEFAULT,
+			(unsigned long long)s->stats[NT_STAT_SUPP_NCCL],
+			(unsigned long long)s->stats[NT_STAT_SUPP_CONN],
+			(unsigned long long)s->stats[NT_STAT_SUPP_PROC]);
+		s->told_suppressed = lost;
+	}
 }
 
 /*
@@ -230,11 +244,11 @@ static void quiet_step(struct session *s, uint64_t now)
 					     : s->quiet.why_on));
 }
 
-static int phase_stack(void *ctx, int tid, struct nt_phase_stack *out)
+static int each_stack(void *ctx, int (*fn)(void *, int, const struct nt_phase_stack *), void *fnctx)
 {
 	struct session *s = ctx;
 
-	return tracer__phase_stack(s->tracer, tid, out);
+	return tracer__each_stack(s->tracer, fn, fnctx);
 }
 
 static void dump_record(void *ctx, json_t *rec)
@@ -245,7 +259,7 @@ static void dump_record(void *ctx, json_t *rec)
 /* What the NCCL probes tell, into the snapshot: phases, setup, settings, labels, counters. */
 static void nccl_snapshot(struct session *s, uint64_t now)
 {
-	nccl_state__sample_ib(s->nstate, now, phase_stack, s);
+	nccl_state__sample_stacks(s->nstate, now, each_stack, s);
 	for (int i = 0; i < s->snap.nprocs; i++) {
 		struct snap_proc *p = &s->snap.procs[i];
 
@@ -339,6 +353,12 @@ void session_tick(struct session *s, bool force_snapshot)
 	s->snap.tcp_quiet = !tracer__data_hooks_on(s->tracer);
 	s->snap.tcp_resumed_ns = s->tcp_resumed_ns;
 	s->snap.job_over = s->job_exited;
+	if (!tracer__stats(s->tracer, s->stats)) {
+		s->snap.records_lost = s->stats[NT_STAT_RB_DROP];
+		s->snap.records_suppressed = s->stats[NT_STAT_SUPP_PROC] +
+					     s->stats[NT_STAT_SUPP_CONN] +
+					     s->stats[NT_STAT_SUPP_NCCL];
+	}
 	nccl_snapshot(s, now);
 	/*
 	 * the phase stacks (BPF) and the ranks' memory were read after now: no time of theirs is
@@ -405,6 +425,9 @@ static int on_event(void *ctx, const void *data, size_t size)
 	} else if (h->type == NT_EV_NCCL) {
 		if (size >= sizeof(struct nt_ev_nccl))
 			session_dump(s, nccl_state__event(s->nstate, data));
+	} else if (h->type == NT_EV_POLL) {
+		if (size >= sizeof(struct nt_ev_poll))
+			session_dump(s, nccl_state__poll_event(s->nstate, data));
 	} else if (h->type == NT_EV_CONN_STATE || h->type == NT_EV_RETRANS ||
 		   h->type == NT_EV_RESET) {
 		const struct nt_ev_conn *e = data;
@@ -436,8 +459,11 @@ void session_footer(struct session *s, int exit_status)
 	json_t *f;
 	struct rusage ru;
 
+	uint64_t supp[NT_P_MAX];
+
 	tracer__stats(s->tracer, s->stats);
-	f = record_footer(s->stats, s->nfindings, cpu_seconds(), exit_status, clock_mono_ns());
+	f = record_footer(s->stats, tracer__suppressed(s->tracer, supp) ? NULL : supp, s->nfindings,
+			  cpu_seconds(), exit_status, clock_mono_ns());
 	/* the tracer's own peak memory, for the load and soak figures (docs/reliability.md) */
 	if (f && !getrusage(RUSAGE_SELF, &ru))
 		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
@@ -614,7 +640,11 @@ int session_signals(struct session *s)
 /* The BPF side, loaded and attached in the first mode that works here. 0 or an exit status. */
 static int open_tracer(struct session *s)
 {
-	struct tracer_opts topts = {.mode = s->opts.mode, .on_event = on_event, .ctx = s};
+	struct tracer_opts topts = {.mode = s->opts.mode,
+				    .on_event = on_event,
+				    .ctx = s,
+				    .budget_per_s = s->opts.budget,
+				    .ringbuf_bytes = s->opts.ringbuf_kb * 1024};
 	struct nccl_attach_cb cb = {.lib = on_nccl_lib, .attached = on_nccl_attached, .ctx = s};
 	struct nt_verbs_offsets vo;
 	char err[512];

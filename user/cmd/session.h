@@ -56,6 +56,7 @@ struct session {
 	uint64_t last_state_ns;	 /* the last state record (record_state_due) */
 	uint64_t stats[NT_STAT_MAX];
 	uint64_t told_drops;
+	uint64_t told_suppressed; /* records over the budget, as last warned */
 	bool dump_failed;
 	uint64_t nfindings;
 	struct snapshot snap; /* the latest, for the finding callback */

@@ -651,8 +651,9 @@ static bool launching(const struct snapshot *s, const struct snap_comm *c)
  * Ordered, not equal: the members with the fewest launches hold the others, those launching
  * (in their setup) excepted: at scale, a rank late to the first collective leaves its ring
  * neighbours in their setup, as few launches behind as it, while the others launched and wait.
- * The ones launching wait too; if every member behind is launching, the counters name none
- * (the setup's own rules, the sockets and the IB handshake say who they wait for).
+ * The ones launching wait too. Where any member behind is launching, the counters name none:
+ * the hang is that setup's, and its own rule names the rank it waits for, once, with every
+ * waiter (the sockets and the IB handshake say more).
  */
 static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 			    struct finding *out, int *n, int max)
@@ -662,9 +663,15 @@ static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 
 	if (!someone_waits(s, v))
 		return;
-	for (int k = 0; k < v->nm; k++)
-		culprit |= snap_comm_total(&s->comms[v->mem[k]]) == v->least &&
-			   !launching(s, &s->comms[v->mem[k]]);
+	for (int k = 0; k < v->nm; k++) {
+		const struct snap_comm *c = &s->comms[v->mem[k]];
+
+		if (snap_comm_total(c) != v->least)
+			continue;
+		if (launching(s, c))
+			return;
+		culprit = true;
+	}
 	if (!culprit)
 		return;
 

@@ -29,6 +29,27 @@ static void finding_key(const struct snapshot *s, struct finding *f)
 			 fmt_endpoint(&s->conns[f->conn].c.t, 0, ep, sizeof(ep)));
 }
 
+/*
+ * Records the tracer never got are never silent: what the finding rests on is said. Phases,
+ * polling, socket progress and collective counters are state, read at each tick from the
+ * kernel's maps and the ranks' memory; settings, warnings, connect retries and the dump's
+ * history come from records.
+ */
+static void lost_evidence(const struct snapshot *s, struct finding *f)
+{
+	if (!s->records_lost && !s->records_suppressed)
+		return;
+	/* the last line, whatever else had to give way to it */
+	if (f->nevidence == DIAG_MAX_EVIDENCE)
+		f->nevidence--;
+	add_evidence(
+		f,
+		"records not received: %llu lost (ring buffer full), %llu over budget; phases "
+		"and counters are read each tick from the kernel's maps and the ranks' memory; "
+		"settings and warnings may be missing",
+		(unsigned long long)s->records_lost, (unsigned long long)s->records_suppressed);
+}
+
 int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct finding *out,
 	     int max)
 {
@@ -58,6 +79,7 @@ int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct 
 		log_evidence(s, &out[i]);
 		explain_finding(s, &out[i]);
 		py_evidence(s, &out[i]);
+		lost_evidence(s, &out[i]);
 	}
 	snapshot_index_free(&ix);
 	return n;

@@ -39,6 +39,54 @@ static bool launched_at_attach(const struct snap_proc *p, int cls, uint64_t roun
 	       p->gpu_wait_at_attach_ns >= round_from;
 }
 
+/* The fewest collectives any member of each communicator launched (hashes as they come) */
+struct least {
+	uint64_t *hash, *total;
+	int n;
+};
+
+static void least_build(const struct snapshot *s, struct least *l)
+{
+	l->n = 0;
+	l->hash = malloc((s->ncomms + 1) * sizeof(*l->hash));
+	l->total = malloc((s->ncomms + 1) * sizeof(*l->total));
+	for (int i = 0; i < s->ncomms && l->hash && l->total; i++) {
+		const struct snap_comm *c = &s->comms[i];
+		int k = 0;
+
+		if (!c->seq_ok || !c->hash)
+			continue;
+		while (k < l->n && l->hash[k] != c->hash)
+			k++;
+		if (k == l->n) {
+			l->hash[l->n] = c->hash;
+			l->total[l->n++] = snap_comm_total(c);
+		} else if (snap_comm_total(c) < l->total[k]) {
+			l->total[k] = snap_comm_total(c);
+		}
+	}
+}
+
+/*
+ * Has p launched more collectives on a communicator than another member of it? Then it got
+ * through that one's setup, whether its entry was seen or not (NCCL's counters, read from its
+ * memory): it took part. The culprit of a first collective's setup has launched the fewest.
+ */
+static bool launched_ahead(const struct snapshot *s, const struct least *l,
+			   const struct snap_proc *p)
+{
+	for (int i = 0; i < s->ncomms && l->hash && l->total; i++) {
+		const struct snap_comm *c = &s->comms[i];
+
+		if (c->pid != p->pid || !c->seq_ok)
+			continue;
+		for (int k = 0; k < l->n; k++)
+			if (l->hash[k] == c->hash && snap_comm_total(c) > l->total[k])
+				return true;
+	}
+	return false;
+}
+
 /*
  * The rank of the job (of WORLD_SIZE world, if known) that is not in setup cls, unnamed so far:
  * outside NCCL, stopped or exited (a live one first). A rank busy in another NCCL phase may be
@@ -57,7 +105,9 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 					     bool at_attach, int *others, int *nothers)
 {
 	const struct snap_proc *cul = NULL;
+	struct least l;
 
+	least_build(s, &l);
 	*nothers = 0;
 	for (int i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
@@ -76,6 +126,8 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 		/* attached to, its main thread not seen yet: maybe in it, maybe through it */
 		if (snap_proc_unseen(p))
 			continue;
+		if (!p->exited && launched_ahead(s, &l, p))
+			continue;
 		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;
 			continue;
@@ -84,6 +136,8 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 			others[(*nothers)++] = cul->rank;
 		cul = p;
 	}
+	free(l.hash);
+	free(l.total);
 	return cul;
 }
 
@@ -175,6 +229,27 @@ static void ranks_evidence(struct finding *f, const char *what, int *ranks, int 
 			     n > 1 ? "each one's" : "its", post);
 }
 
+/*
+ * "; its proxy thread (tid 12) polls ncclNetSocketAccept for 7.8s, 391k tries": the socket
+ * net's connect or accept it polls (counted in the kernel), "" if none
+ */
+static void net_poll_text(const struct snapshot *s, const struct snap_proc *w, char *buf,
+			  size_t len)
+{
+	const struct snap_net_poll *np = &w->net_poll;
+	char n[24];
+
+	buf[0] = '\0';
+	if (!np->probe)
+		return;
+	snprintf(buf, len, "; its thread %d polls %s%s%s for %.1fs, %s tries", np->tid,
+		 np->probe == NT_P_NET_CONNECT ? "ncclNetSocketConnect" : "ncclNetSocketAccept",
+		 np->addr[0] ? " to " : "", np->addr,
+		 (double)(s->now_ns > np->since_ns ? s->now_ns - np->since_ns : 0) /
+			 NT_NSEC_PER_SEC,
+		 fmt_count(np->calls, n, sizeof(n)));
+}
+
 /* The summary and evidence of a setup finding, its culprit (or missing rank) set. */
 static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 			   const struct snap_proc *cul, int missing, int world, int *others,
@@ -225,16 +300,45 @@ static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
 		       "did not stop for its stack yet");
 	for (int k = 0; k < f->nwaiters && f->nevidence < DIAG_MAX_EVIDENCE - 1; k++) {
 		const struct snap_proc *w = snapshot_proc(s, f->waiters[k].pid);
-		char wn[48];
+		char wn[48], poll[128];
 
 		snap_proc_name(w, w->pid, wn, sizeof(wn));
-		add_evidence(f, "%s in NCCL %s for %.1fs%s, now in %s", wn, setup_name(cls),
+		net_poll_text(s, w, poll, sizeof(poll));
+		add_evidence(f, "%s in NCCL %s for %.1fs%s, now in %s%s", wn, setup_name(cls),
 			     (double)(s->now_ns - w->nccl_setup_since_ns) / NT_NSEC_PER_SEC,
 			     w->nccl_setup_at_attach ? " at least (since the attach: its stack "
 						       "showed it inside already)"
 						     : "",
-			     w->nccl_phase[0] ? w->nccl_phase : "?");
+			     w->nccl_phase[0] ? w->nccl_phase : "?", poll);
 	}
+}
+
+/*
+ * The ranks that entered the setup with the waiters and got through (their neighbours were
+ * there): they wait too, through the others, for what those wait for (the collective they
+ * connected for cannot run without the culprit). Listed as waiters after the summary, which
+ * names those inside the setup.
+ */
+static void through_waiters(const struct snapshot *s, struct finding *f, int cls,
+			    uint64_t round_from, int *ranks)
+{
+	struct least l;
+	int nr = 0;
+
+	least_build(s, &l);
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+
+		if (p->rank < 0 || p->exited || p->pid == f->pid || p->nccl_setup == cls ||
+		    !(entered_with(p, cls, round_from) || launched_ahead(s, &l, p)))
+			continue;
+		add_waiter(s, f, p->pid);
+		ranks[nr++] = p->rank;
+	}
+	free(l.hash);
+	free(l.total);
+	ranks_evidence(f, "waiting through them", ranks, nr, "through the setup with them,",
+		       "since outside it");
 }
 
 void setup_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
@@ -295,6 +399,7 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 								   : FINDING_RING_SETUP_BLOCKED;
 		describe_setup(s, f, cls, cul, missing, world, others, nothers, round_from,
 			       longest->nccl_setup_at_attach);
+		through_waiters(s, f, cls, round_from, others);
 	}
 	free(others);
 }

@@ -97,6 +97,11 @@ const struct sf sf_proc[] = {
 	{"ib_hs_since_ns", offsetof(struct snap_proc, ib_hs.since_ns), 8, SF_TIME},
 	{"ib_hs_stage", offsetof(struct snap_proc, ib_hs.stage), sizeof(int), SF_INT},
 	{"ib_hs_tid", offsetof(struct snap_proc, ib_hs.tid), sizeof(int), SF_INT},
+	{"net_poll_probe", offsetof(struct snap_proc, net_poll.probe), sizeof(int), SF_INT},
+	{"net_poll_since_ns", offsetof(struct snap_proc, net_poll.since_ns), 8, SF_TIME},
+	{"net_poll_calls", offsetof(struct snap_proc, net_poll.calls), 8, SF_UINT},
+	{"net_poll_tid", offsetof(struct snap_proc, net_poll.tid), sizeof(int), SF_INT},
+	{"net_poll_addr", offsetof(struct snap_proc, net_poll.addr), 48, SF_STR},
 };
 const int sf_proc_n = SF_N(sf_proc);
 
@@ -239,10 +244,9 @@ const struct sf sf_log_if[] = {
 const int sf_log_if_n = SF_N(sf_log_if);
 
 const struct sf sf_snap[] = {
-	T(struct snapshot, now_ns),
-	B(struct snapshot, tcp_quiet),
-	T(struct snapshot, tcp_resumed_ns),
-	B(struct snapshot, job_over),
+	T(struct snapshot, now_ns),	    B(struct snapshot, tcp_quiet),
+	T(struct snapshot, tcp_resumed_ns), B(struct snapshot, job_over),
+	U(struct snapshot, records_lost),   U(struct snapshot, records_suppressed),
 };
 const int sf_snap_n = SF_N(sf_snap);
 

@@ -166,6 +166,8 @@ static void add_host(struct snapstore *st, const struct merge *m, const struct s
 		o->tcp_resumed_ns = s->tcp_resumed_ns;
 	o->tcp_quiet |= s->tcp_quiet;
 	o->job_over &= s->job_over;
+	o->records_lost += s->records_lost;
+	o->records_suppressed += s->records_suppressed;
 }
 
 struct snapstore *snapmerge(const struct snapmerge_in *in, int n)

@@ -74,6 +74,18 @@ struct snap_ib_handshake {
 	int tid;
 };
 
+/*
+ * A socket net connect or accept a proxy thread polls (ncclNetSocketConnect/Accept: NCCL calls
+ * them again and again until the peer is there), counted in the kernel.
+ */
+struct snap_net_poll {
+	int probe;	   /* NT_P_NET_CONNECT or NT_P_NET_ACCEPT, 0 if none */
+	uint64_t since_ns; /* the polling run's first call */
+	uint64_t calls;	   /* calls so far */
+	int tid;
+	char addr[48]; /* connect: where to ("10.0.0.2:43517"), "" if unknown */
+};
+
 /* A process's verbs: its QPs, memory registrations and the last asynchronous event. */
 struct snap_ib {
 	struct snap_qp qp[SNAP_MAX_QPS];
@@ -173,6 +185,7 @@ struct snap_proc {
 	const struct snap_ib_error *ib_err; /* NULL: none */
 	const struct snap_ib *ib;	    /* verbs seen in it, NULL: none */
 	struct snap_ib_handshake ib_hs;
+	struct snap_net_poll net_poll;	 /* the longest unfinished one of its proxy threads */
 	const struct snap_stack *stacks; /* its waiting threads' latest stacks, NULL: none taken */
 	int nstacks;
 	/* its threads' latest Python stacks, read with the native ones; NULL: none read */
@@ -308,6 +321,12 @@ struct snapshot {
 	bool tcp_quiet;
 	uint64_t tcp_resumed_ns;
 	bool job_over; /* the job has exited: every death there is to see is in */
+	/*
+	 * Records the tracer did not get so far: lost (the ring buffer was full) and suppressed
+	 * (over a process's budget). The phases come from the kernel's stacks whatever is lost;
+	 * what else a finding rests on from records says so.
+	 */
+	uint64_t records_lost, records_suppressed;
 	struct snap_proc *procs;
 	int nprocs;
 	struct snap_conn *conns;

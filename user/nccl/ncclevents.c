@@ -12,7 +12,7 @@
 #include "nccl/ncclstate_priv.h"
 #include "trace/procfs.h"
 
-static void addr_string(const uint8_t *raw, char *buf, size_t len)
+void nstate_addr_string(const uint8_t *raw, char *buf, size_t len)
 {
 	struct sockaddr_in sin;
 	struct sockaddr_in6 sin6;
@@ -277,7 +277,7 @@ static json_t *retry_event(struct nproc *p, const struct nt_ev_nccl *e)
 	p->retries++;
 	p->last_retry_ns = e->h.ts_ns;
 	o = nstate_record(e, "nccl_connect_retry");
-	addr_string(e->d.sock.addr, a, sizeof(a));
+	nstate_addr_string(e->d.sock.addr, a, sizeof(a));
 	snprintf(p->retry_addr, sizeof(p->retry_addr), "%s", a);
 	json_object_set_new(o, "addr", json_string(a));
 	json_object_set_new(o, "retries", json_integer(p->retries));
@@ -356,7 +356,7 @@ static void phase_fields(struct nproc *p, struct nthread *t, const struct nt_ev_
 
 		if (!e->ret && e->probe == NT_P_SOCKET_ACCEPT)
 			break;
-		addr_string(e->d.sock.addr, a, sizeof(a));
+		nstate_addr_string(e->d.sock.addr, a, sizeof(a));
 		json_object_set_new(o, "fd", json_integer(e->d.sock.fd));
 		json_object_set_new(o, "addr", json_string(a));
 		json_object_set_new(o, "socket_type",
@@ -388,9 +388,18 @@ static void coll_call(struct nproc *p, struct nthread *t, const struct nt_ev_ncc
 		p->coll_returns++;
 }
 
+/* t's top frame is the one e entered (a tick's read of the BPF stack put it there first) */
+static bool frame_is(const struct nthread *t, const struct nt_ev_nccl *e)
+{
+	return e->since_ns && t->depth > 0 && t->depth <= NT_PHASE_DEPTH &&
+	       t->probe[t->depth - 1] == e->probe && t->since[t->depth - 1] == e->since_ns;
+}
+
 /* A phase was entered or left: the thread's stack kept as BPF keeps it, and the record. */
 static json_t *phase_event(struct nproc *p, struct nthread *t, const struct nt_ev_nccl *e)
 {
+	/* a frame's entry time is the BPF frame's (the stacks read at the tick match it) */
+	uint64_t since = !e->ret && e->since_ns ? e->since_ns : e->h.ts_ns;
 	json_t *o;
 
 	if (nt_probe_api_coll(e->probe))
@@ -412,23 +421,32 @@ static json_t *phase_event(struct nproc *p, struct nthread *t, const struct nt_e
 	 */
 	if (t && !e->ret && t->seeded && t->depth == t->seeded && e->h.ts_ns <= t->seed_ns &&
 	    t->probe[t->depth - 1] == e->probe) {
-		t->since[t->depth - 1] = e->h.ts_ns;
+		t->since[t->depth - 1] = since;
 		phase_detail(e, t->detail[t->depth - 1], sizeof(t->detail[0]));
 		t->seeded--;
+	} else if (t && !e->ret && frame_is(t, e)) {
+		/* read from the BPF stack at a tick before its record came: what it says only */
+		phase_detail(e, t->detail[t->depth - 1], sizeof(t->detail[0]));
 	} else if (t && !e->ret) {
 		int cls = t->depth ? SNAP_SETUP_NONE : nstate_setup_class(p, e->probe);
 
 		if (cls != SNAP_SETUP_NONE)
-			p->setup_entered_ns[cls] = e->h.ts_ns;
+			p->setup_entered_ns[cls] = since;
 		if (t->depth < NT_PHASE_DEPTH) {
 			t->probe[t->depth] = e->probe;
-			t->since[t->depth] = e->h.ts_ns;
+			t->since[t->depth] = since;
 			phase_detail(e, t->detail[t->depth], sizeof(t->detail[0]));
 		}
 		t->depth++;
 	} else if (t && e->ret && t->depth > 0) {
-		/* the same rule as BPF's: only the frame of this very probe is left */
-		if (t->depth > NT_PHASE_DEPTH || t->probe[t->depth - 1] == e->probe)
+		/*
+		 * the same rule as BPF's: only the frame of this very probe is left; and by its
+		 * entry time, when the record has it: another frame of the probe on top is a later
+		 * call's, this one's was taken off already by a tick's read of the BPF stack
+		 */
+		if (t->depth > NT_PHASE_DEPTH ||
+		    (t->probe[t->depth - 1] == e->probe &&
+		     (!e->since_ns || t->since[t->depth - 1] == e->since_ns || t->seeded)))
 			t->depth--;
 	}
 	o = nstate_record(e, "nccl");

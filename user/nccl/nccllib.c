@@ -145,8 +145,14 @@ static const struct nccl_probe_def defs[] = {
 	 "socket connect", NP_RET | NP_CORE},
 	{NT_P_SOCKET_ACCEPT, "socket_accept", sym_socket_accept, "socket accept", NP_RET | NP_CORE},
 	{NT_P_CONNECT_RETRY, "connect_retry", sym_connect_retry, NULL, NP_CLONE},
-	{NT_P_NET_CONNECT, "net_socket_connect", sym_net_connect, "net connect", NP_RET},
-	{NT_P_NET_ACCEPT, "net_socket_accept", sym_net_accept, "net accept", NP_RET},
+	/*
+	 * Polled: the socket net's connect and accept are re-entrant state machines the proxy
+	 * calls without sleeping until the peer is there (net_socket.cc, 2.18-2.30; ~10^5 calls a
+	 * second per proxy thread on a GPU host)
+	 */
+	{NT_P_NET_CONNECT, "net_socket_connect", sym_net_connect, "net connect",
+	 NP_RET | NP_POLLED},
+	{NT_P_NET_ACCEPT, "net_socket_accept", sym_net_accept, "net accept", NP_RET | NP_POLLED},
 	{NT_P_ENV, "env", sym_env, NULL, NP_RET | NP_CORE},
 	{NT_P_DEBUG_LOG, "debug_log", sym_debug_log, NULL, NP_RET | NP_CORE},
 	{NT_P_ENQUEUE, "enqueue", ALL("_Z16ncclEnqueueCheckP8ncclInfo"), NULL, NP_OPTIN},
@@ -193,9 +199,9 @@ static const struct nccl_probe_def defs[] = {
 	 NP_RET | NP_PUBLIC | NP_FIRST},
 	{NT_P_API_GROUP_START, "api_group_start", ALL("ncclGroupStart"), NULL,
 	 NP_PUBLIC | NP_FIRST},
-	/* the IB transport: re-entrant state machines the proxy calls until the QPs are up */
-	{NT_P_IB_CONNECT, "ib_connect", sym_ib_connect, "ib connect", NP_RET},
-	{NT_P_IB_ACCEPT, "ib_accept", sym_ib_accept, "ib accept", NP_RET},
+	/* the IB transport: re-entrant state machines the proxy polls until the QPs are up */
+	{NT_P_IB_CONNECT, "ib_connect", sym_ib_connect, "ib connect", NP_RET | NP_POLLED},
+	{NT_P_IB_ACCEPT, "ib_accept", sym_ib_accept, "ib accept", NP_RET | NP_POLLED},
 	/* verbs through NCCL's wrappers (ibvwrap.cc): attached with the library, never late */
 	{NT_P_IBV_OPEN_DEVICE, "ibv_open_device",
 	 ALL("_Z20wrap_ibv_open_devicePP11ibv_contextP10ibv_device"), NULL, NP_RET},

@@ -20,6 +20,12 @@ enum nccl_probe_flags {
 	NP_CLONE = 1 << 3,  /* a compiler clone: counted, its arguments are not read */
 	NP_PUBLIC = 1 << 4, /* NCCL's public C API: in .dynsym of every build, stripped or not */
 	NP_FIRST = 1 << 5,  /* only while a process's first collectives run (a trap per call) */
+	/*
+	 * NCCL calls it again and again until something happens (a re-entrant connect or accept
+	 * the proxy polls): counted in the kernel, never told per call (nt_probe_polled, which the
+	 * BPF side uses, says the same: a unit test holds them together)
+	 */
+	NP_POLLED = 1 << 6,
 };
 
 /*

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
+#include "util/clock.h"
 #include "nccl/ibwarn.h"
 #include "nccl/nccllib.h"
 #include "nccl/ncclstate_priv.h"
@@ -162,8 +163,10 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 	sp->nccl_burst_warnings = p ? p->burst_warnings : 0;
 	sp->ib_err = p && p->ib.count ? &p->ib : NULL;
 	sp->ib = p && p->has_ibv ? &p->ibv : NULL;
-	if (p)
+	if (p) {
 		sp->ib_hs = p->ib_hs;
+		sp->net_poll = p->net_poll;
+	}
 	sp->nccl_init_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_INIT] : 0;
 	sp->nccl_transport_entered_ns = p ? p->setup_entered_ns[SNAP_SETUP_TRANSPORT] : 0;
 	sp->attached_ns = p ? p->attached_ns : 0;
@@ -294,6 +297,21 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 	json_object_set_new(o, "settings_read", json_integer(p->nset));
 	if (p->has_ibv)
 		json_object_set_new(o, "ib", ib_json(p, now));
+	if (p->net_poll.probe) {
+		json_t *np = json_object();
+
+		json_object_set_new(np, "call", json_string(nccl_probe(p->net_poll.probe)->name));
+		json_object_set_new(np, "for_s",
+				    json_real((double)clock_age_ns(now, p->net_poll.since_ns) /
+					      NT_NSEC_PER_SEC));
+		json_object_set_new(np, "calls", json_integer((json_int_t)p->net_poll.calls));
+		json_object_set_new(np, "tid", json_integer(p->net_poll.tid));
+		if (p->net_poll.addr[0])
+			json_object_set_new(np, "addr", json_string(p->net_poll.addr));
+		json_object_set_new(o, "net_poll", np);
+	}
+	if (p->phase_fixes)
+		json_object_set_new(o, "phase_fixes", json_integer((json_int_t)p->phase_fixes));
 	pr = nprof_proc_json(s, pid, now);
 	if (pr)
 		json_object_set_new(o, "profiler", pr);

@@ -84,12 +84,19 @@ bool nccl_state__first_window(const struct nccl_state *s, int pid, int calls);
 /* pure: NCCL socket type number to name ("bootstrap", "proxy", "net", "ib", "ras") */
 const char *nccl_socket_type_name(int type);
 
+/* A visit of every thread's BPF phase stack (tracer__each_stack's shape) */
+typedef int (*nccl_stacks_fn)(void *ctx, int (*fn)(void *, int, const struct nt_phase_stack *),
+			      void *fnctx);
+
 /*
- * The IB handshakes of the proxy threads, from the BPF side's phase stacks (stack: a tracer
- * lookup), for processes that use verbs. Each tick.
+ * Each tick, from the BPF side's phase stacks (the state, where the records are history):
+ * every known process's threads' phases made the stacks' (a record lost or over the budget
+ * leaves none behind), and the polling runs of its proxy threads: the IB handshakes (of
+ * processes that use verbs) and the socket net's connects and accepts.
  */
-void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
-			   int (*stack)(void *ctx, int tid, struct nt_phase_stack *out), void *ctx);
+void nccl_state__sample_stacks(struct nccl_state *s, uint64_t now, nccl_stacks_fn each, void *ctx);
+/* A polling run's start or end (NT_EV_POLL): the dump's record of it */
+json_t *nccl_state__poll_event(struct nccl_state *s, const struct nt_ev_poll *e);
 
 /*
  * attach: thread tid of pid is inside these frames (innermost first) of its stack taken at

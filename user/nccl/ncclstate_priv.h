@@ -34,7 +34,8 @@ struct nthread {
 	 * entries: entered before the attach, counted from it, and replaced by a later stack
 	 */
 	int seeded;
-	uint64_t seed_ns; /* when that stack was taken */
+	uint64_t seed_ns;   /* when that stack was taken */
+	char poll_addr[48]; /* the address its latest polled connect started to, "" if none */
 };
 
 struct ncomm {
@@ -67,6 +68,8 @@ struct nproc {
 	struct snap_ib ibv;	 /* verbs: QPs, MRs, async events */
 	bool has_ibv;
 	struct snap_ib_handshake ib_hs; /* sampled from the BPF phase stacks */
+	struct snap_net_poll net_poll;	/* the same */
+	uint64_t phase_fixes; /* threads' phases the BPF stacks corrected (records lost) */
 	uint64_t retries;
 	uint64_t last_retry_ns;
 	char retry_addr[64];
@@ -135,6 +138,8 @@ const struct nproc *nstate_find(const struct nccl_state *s, int pid);
 struct nthread *nstate_thread(struct nproc *p, int tid);
 /* The class of the setup (enum snap_setup) a process is in with probe its thread's outermost frame */
 int nstate_setup_class(const struct nproc *p, int probe);
+/* "10.0.0.2:43517" of a struct sockaddr_in or _in6 as raw bytes, "unknown" if neither */
+void nstate_addr_string(const uint8_t *raw, char *buf, size_t len);
 /* "ring setup": a probe's phase, else its name */
 const char *nstate_probe_label(int probe);
 /* "p2p setup (ring)": frame d of thread t */

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * The verbs probes' events in the NCCL state: each QP's life (create, the modify that sets its
- * attributes, destroy), memory registrations, the HCA's asynchronous events; and the IB
- * handshakes of the proxy threads, sampled from the BPF side's phase stacks.
+ * attributes, destroy), memory registrations, the HCA's asynchronous events. (The IB
+ * handshakes of the proxy threads are read from the BPF side's phase stacks: ncclpoll.c.)
  */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include "nccl/ibwarn.h"
-#include "util/clock.h"
 #include "nccl/ncclstate_priv.h"
 
 /* ibv_qp_attr_mask bits, as <infiniband/verbs.h> has them */
@@ -23,50 +22,6 @@ enum {
 	QPM_MIN_RNR_TIMER = 1 << 15,
 	QPM_DEST_QPN = 1 << 20,
 };
-
-void nccl_state__sample_ib(struct nccl_state *s, uint64_t now,
-			   int (*stack)(void *ctx, int tid, struct nt_phase_stack *out), void *ctx)
-{
-	for (int i = 0; i < s->n; i++) {
-		struct nproc *p = &s->p[i];
-		struct snap_ib_handshake hs = {.stage = -1};
-
-		/* the IB handshakes run in a proxy thread (the service one); only IB users have them */
-		if (!p->has_ibv)
-			continue;
-		for (int k = 0; k < p->nth; k++) {
-			struct nt_phase_stack st;
-			uint32_t d;
-
-			if ((p->th[k].role != NT_P_ROLE_PROXY_SERVICE &&
-			     p->th[k].role != NT_P_ROLE_PROXY_PROGRESS) ||
-			    stack(ctx, p->th[k].tid, &st))
-				continue;
-			d = st.depth - 1;
-			/*
-			 * Inside one call: the frame on top is an IB connect/accept a second old,
-			 * and the thread has started no call since (the latest call's entry is that
-			 * frame's, within a millisecond): a frame whose return was lost would look
-			 * old while the thread goes on polling. The stack is read after the tick
-			 * took its time: a call entered since is not a second old
-			 */
-			if (st.depth > 0 && d < NT_PHASE_DEPTH &&
-			    (st.f[d].probe == NT_P_IB_CONNECT || st.f[d].probe == NT_P_IB_ACCEPT) &&
-			    clock_age_ns(now, st.f[d].since_ns) > NT_NSEC_PER_SEC &&
-			    st.poll_last_ns - st.f[d].since_ns < NT_NSEC_PER_SEC / 1000) {
-				hs = (struct snap_ib_handshake){st.f[d].probe, true,
-								st.f[d].since_ns, st.poll_stage,
-								p->th[k].tid};
-				break;
-			}
-			if (st.poll_probe && clock_age_ns(now, st.poll_last_ns) <= NT_NSEC_PER_SEC)
-				hs = (struct snap_ib_handshake){st.poll_probe, false,
-								st.poll_first_ns, st.poll_stage,
-								p->th[k].tid};
-		}
-		p->ib_hs = hs;
-	}
-}
 
 static struct snap_qp *qp_find(struct snap_ib *ib, uint64_t obj, uint32_t qpn)
 {

@@ -511,6 +511,7 @@ const struct tui_model *dashboard__update(struct dashboard *d, const struct snap
 	snprintf(d->m.dump, sizeof(d->m.dump), "%s", in->dump ? in->dump : "");
 	d->m.elapsed_s = s->now_ns > in->start_ns ? (double)(s->now_ns - in->start_ns) / 1e9 : 0;
 	d->m.lost = in->lost;
+	d->m.suppressed = in->suppressed;
 	d->m.job_done = in->job_done;
 	d->m.log = in->log;
 	d->m.nlog = in->nlog;

@@ -16,6 +16,7 @@ struct dash_info {
 	uint64_t start_ns;
 	const char *mode;
 	uint64_t lost;
+	uint64_t suppressed; /* records over the budget */
 	const char *dump;
 	const char *host;
 	bool job_done;

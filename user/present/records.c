@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "model/snapjson.h"
+#include "nccl/nccllib.h"
 #include "present/records.h"
 #include "util/fmt.h"
 
@@ -306,8 +307,25 @@ json_t *record_header(const struct record_header *hd)
 	return h;
 }
 
-json_t *record_footer(const uint64_t stats[NT_STAT_MAX], uint64_t nfindings, double cpu_s,
-		      int exit_status, uint64_t now)
+json_t *record_suppressed(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp)
+{
+	json_t *o = json_object(), *by = json_object();
+
+	json_object_set_new(o, "total",
+			    json_integer(stats[NT_STAT_SUPP_PROC] + stats[NT_STAT_SUPP_CONN] +
+					 stats[NT_STAT_SUPP_NCCL]));
+	json_object_set_new(o, "proc", json_integer(stats[NT_STAT_SUPP_PROC]));
+	json_object_set_new(o, "conn", json_integer(stats[NT_STAT_SUPP_CONN]));
+	json_object_set_new(o, "nccl", json_integer(stats[NT_STAT_SUPP_NCCL]));
+	for (int i = 1; supp && i < NT_P_MAX; i++)
+		if (supp[i] && nccl_probe(i))
+			json_object_set_new(by, nccl_probe(i)->name, json_integer(supp[i]));
+	json_object_set_new(o, "by_probe", by);
+	return o;
+}
+
+json_t *record_footer(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp, uint64_t nfindings,
+		      double cpu_s, int exit_status, uint64_t now)
 {
 	json_t *f = json_object(), *lost = json_object(), *tot = json_object();
 
@@ -318,12 +336,14 @@ json_t *record_footer(const uint64_t stats[NT_STAT_MAX], uint64_t nfindings, dou
 	json_object_set_new(tot, "recv_events", json_integer(stats[NT_STAT_RECV_EVENTS]));
 	json_object_set_new(tot, "state_events", json_integer(stats[NT_STAT_STATE_EVENTS]));
 	json_object_set_new(tot, "tcp_probe_events", json_integer(stats[NT_STAT_PROBE_EVENTS]));
+	json_object_set_new(tot, "poll_calls", json_integer(stats[NT_STAT_POLL_CALLS]));
 	json_object_set_new(tot, "findings", json_integer(nfindings));
 	json_object_set_new(tot, "tracer_cpu_s", json_real(cpu_s));
 	json_object_set_new(f, "type", json_string("footer"));
 	json_object_set_new(f, "ts_ns", json_integer((json_int_t)now));
 	json_object_set_new(f, "exit_status", json_integer(exit_status));
 	json_object_set_new(f, "lost", lost);
+	json_object_set_new(f, "suppressed", record_suppressed(stats, supp));
 	json_object_set_new(f, "totals", tot);
 	return f;
 }

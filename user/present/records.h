@@ -29,8 +29,11 @@ struct record_header {
 };
 
 json_t *record_header(const struct record_header *h);
-json_t *record_footer(const uint64_t stats[NT_STAT_MAX], uint64_t nfindings, double cpu_s,
-		      int exit_status, uint64_t now);
+/* supp: the records over the budget per NCCL probe (NT_P_MAX of them), NULL if unknown */
+json_t *record_footer(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp, uint64_t nfindings,
+		      double cpu_s, int exit_status, uint64_t now);
+/* {"total", "proc", "conn", "nccl", "by_probe": {"net_socket_accept": N, ...}} */
+json_t *record_suppressed(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp);
 /* fork, exec or exit (what) of a process */
 json_t *record_proc_event(const struct nt_ev_proc *e, const char *what);
 /* a connection's figures; label: NCCL's name for it, NULL if none */

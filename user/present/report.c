@@ -109,6 +109,7 @@ json_t *report_findings(const char *path, char *err, size_t errlen)
 	if (c.footer) {
 		json_object_set(out, "exit_status", json_object_get(c.footer, "exit_status"));
 		json_object_set(out, "lost", json_object_get(c.footer, "lost"));
+		json_object_set(out, "suppressed", json_object_get(c.footer, "suppressed"));
 	}
 	json_decref(c.header);
 	json_decref(c.footer);
@@ -426,6 +427,25 @@ static json_t *safe_copy(json_t *v)
 		return json_incref(v);
 	}
 }
+/* "suppressed: 1234 records over the budget (1200 NCCL: net_socket_accept 1200; ...)" */
+static void print_suppressed(json_t *sup)
+{
+	const char *k;
+	json_t *v;
+	int n = 0;
+
+	if (!json_integer_value(json_object_get(sup, "total")))
+		return;
+	printf("\nsuppressed: %lld records over the tracer's budget, counted and not written "
+	       "(%lld NCCL, %lld TCP, %lld process)",
+	       (long long)json_integer_value(json_object_get(sup, "total")),
+	       (long long)json_integer_value(json_object_get(sup, "nccl")),
+	       (long long)json_integer_value(json_object_get(sup, "conn")),
+	       (long long)json_integer_value(json_object_get(sup, "proc")));
+	json_object_foreach(json_object_get(sup, "by_probe"), k, v) printf(
+		"%s%s %lld", n++ ? ", " : "; by probe: ", k, (long long)json_integer_value(v));
+	printf("\n");
+}
 
 static void print_report(json_t *r)
 {
@@ -470,6 +490,7 @@ static void print_report(json_t *r)
 		       (long long)json_integer_value(json_object_get(lost, "conns_map_full")),
 		       (long long)json_integer_value(json_object_get(lost, "traced_map_full")));
 	}
+	print_suppressed(json_object_get(r, "suppressed"));
 }
 
 void report_print(json_t *r)

@@ -111,7 +111,7 @@ static void title(struct tui_frame *f, int y, bool focus, const char *text)
 
 static void header(const struct tui_model *m, const struct tui_state *st, struct tui_frame *f)
 {
-	char el[16], ranks[32];
+	char el[16], ranks[32], supp[40] = "";
 	int x;
 
 	paint(f, 0, TA_BAR);
@@ -119,9 +119,12 @@ static void header(const struct tui_model *m, const struct tui_state *st, struct
 		snprintf(ranks, sizeof(ranks), "%d/%d", m->ranks_seen, m->ranks_expected);
 	else
 		snprintf(ranks, sizeof(ranks), "%d", m->ranks_seen);
-	x = put(f, 0, 0, -1, TA_BAR, " nccltrace  %s  ranks %s  %s  lost %llu%s%s  ",
+	if (m->suppressed)
+		snprintf(supp, sizeof(supp), "  suppressed %llu",
+			 (unsigned long long)m->suppressed);
+	x = put(f, 0, 0, -1, TA_BAR, " nccltrace  %s  ranks %s  %s  lost %llu%s%s%s  ",
 		age(m->elapsed_s, el, sizeof(el)), ranks, m->mode, (unsigned long long)m->lost,
-		m->job_done ? "  job ended" : "", st->paused ? "  PAUSED" : "");
+		supp, m->job_done ? "  job ended" : "", st->paused ? "  PAUSED" : "");
 	x = put(f, x, 0, -1, TA_BAR, "%s", m->cmd);
 	if (x + 8 < f->w)
 		put(f, x, 0, -1, TA_BAR, "  dump %s", m->dump);

@@ -80,6 +80,7 @@ struct tui_model {
 	int ranks_seen, ranks_expected; /* expected -1: unknown */
 	char mode[16];
 	uint64_t lost;
+	uint64_t suppressed; /* records over the budget: counted, not sent */
 	char dump[256];
 	bool job_done;
 	struct tui_rank *ranks;

@@ -32,7 +32,12 @@ struct tracer {
 	int ndata;
 	bool data_off;
 	bool have_probe; /* tcp_probe attached at start */
+	uint32_t budget_per_s, ringbuf_bytes;
+	int polled; /* records handed on by the current tracer__poll() */
 };
+
+/* handle_event's way to stop a consume at TRACER_POLL_MAX (libbpf returns it as is) */
+#define POLL_FULL (-EMSGSIZE)
 
 /* BPF_TRACE_UPROBE_MULTI (Linux 6.6): Debian 12's uapi headers predate it */
 #define NT_TRACE_UPROBE_MULTI	 48
@@ -77,9 +82,12 @@ static int handle_event(void *ctx, void *data, size_t size)
 {
 	struct tracer *t = ctx;
 
-	if (size < sizeof(struct nt_ev_hdr))
-		return 0;
-	return t->on_event ? t->on_event(t->ctx, data, size) : 0;
+	int rc = 0;
+
+	if (size >= sizeof(struct nt_ev_hdr) && t->on_event)
+		rc = t->on_event(t->ctx, data, size);
+	/* this record is consumed either way: the next poll starts after it */
+	return rc ? rc : ++t->polled >= TRACER_POLL_MAX ? POLL_FULL : 0;
 }
 
 static void set_mode_autoload(const struct tracer *t, struct nccltrace_bpf *s,
@@ -100,6 +108,8 @@ static void set_mode_autoload(const struct tracer *t, struct nccltrace_bpf *s,
 	memcpy((void *)&s->rodata->vo, &t->verbs, sizeof(t->verbs));
 	/* the inflight map only serves the kprobe pair */
 	bpf_map__set_max_entries(s->maps.inflight, m == NT_MODE_KPROBE ? 16384 : 1);
+	s->rodata->budget_per_s = t->budget_per_s;
+	bpf_map__set_max_entries(s->maps.events, t->ringbuf_bytes);
 }
 
 /* Links are file descriptors: if nccltrace dies, the kernel detaches everything. */
@@ -312,6 +322,8 @@ int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err,
 	t->ctx = opts->ctx;
 	if (opts->verbs)
 		t->verbs = *opts->verbs;
+	t->budget_per_s = opts->budget_per_s ? opts->budget_per_s : NT_BUDGET_DEFAULT;
+	t->ringbuf_bytes = opts->ringbuf_bytes ? opts->ringbuf_bytes : 1u << 20;
 	t->ncpus = libbpf_num_possible_cpus();
 	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
 		if (opts->mode != NT_MODE_AUTO && opts->mode != order[i])
@@ -414,7 +426,11 @@ int tracer__ringbuf_fd(const struct tracer *t)
 
 int tracer__poll(struct tracer *t)
 {
-	return ring_buffer__consume(t->rb);
+	int rc;
+
+	t->polled = 0;
+	rc = ring_buffer__consume(t->rb);
+	return rc == POLL_FULL ? t->polled : rc;
 }
 
 int tracer__each_conn(struct tracer *t, int (*fn)(void *, uint64_t, const struct nt_conn *),
@@ -436,12 +452,13 @@ int tracer__each_conn(struct tracer *t, int (*fn)(void *, uint64_t, const struct
 	return 0;
 }
 
-int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX])
+/* The n counters of a per-CPU array, each summed over the CPUs */
+static int percpu_sums(const struct tracer *t, const struct bpf_map *m, __u32 n, uint64_t *out)
 {
-	int fd = bpf_map__fd(t->skel->maps.stats);
+	int fd = bpf_map__fd(m);
 	__u64 vals[t->ncpus > 0 ? t->ncpus : 1];
 
-	for (__u32 i = 0; i < NT_STAT_MAX; i++) {
+	for (__u32 i = 0; i < n; i++) {
 		out[i] = 0;
 		if (bpf_map_lookup_elem(fd, &i, vals))
 			return -errno;
@@ -449,6 +466,16 @@ int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX])
 			out[i] += vals[c];
 	}
 	return 0;
+}
+
+int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX])
+{
+	return percpu_sums(t, t->skel->maps.stats, NT_STAT_MAX, out);
+}
+
+int tracer__suppressed(struct tracer *t, uint64_t out[NT_P_MAX])
+{
+	return percpu_sums(t, t->skel->maps.supp_probe, NT_P_MAX, out);
 }
 
 int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o)
@@ -468,6 +495,25 @@ int tracer__phase_stack(struct tracer *t, int tid, struct nt_phase_stack *out)
 
 	if (bpf_map__lookup_elem(t->skel->maps.phases, &key, sizeof(key), out, sizeof(*out), 0))
 		return -errno;
+	return 0;
+}
+
+int tracer__each_stack(struct tracer *t,
+		       int (*fn)(void *ctx, int tid, const struct nt_phase_stack *st), void *ctx)
+{
+	int fd = bpf_map__fd(t->skel->maps.phases);
+	__u32 key, next;
+	struct nt_phase_stack st;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &st))
+			continue;
+		if (fn(ctx, (int)key, &st))
+			break;
+	}
 	return 0;
 }
 

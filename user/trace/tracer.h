@@ -23,7 +23,14 @@ struct tracer_opts {
 	void *ctx;
 	/* the verbs structs' offsets the verbs probes read, NULL: none */
 	const struct nt_verbs_offsets *verbs;
+	/* records a second each process may send per class; 0: NT_BUDGET_DEFAULT */
+	uint32_t budget_per_s;
+	/* the ring buffer's size in bytes (a power of 2, at least a page); 0: 1 MiB */
+	uint32_t ringbuf_bytes;
 };
+
+/* The most records one tracer__poll() hands on: a flood cannot keep the caller from its tick */
+#define TRACER_POLL_MAX 4096
 
 /* 0 or -errno; on failure, err holds one line saying what failed and why. */
 int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err, size_t errlen);
@@ -39,7 +46,10 @@ const char *tracer__missing_hooks(const struct tracer *t);
 
 int tracer__track_pid(struct tracer *t, int pid);
 int tracer__ringbuf_fd(const struct tracer *t);
-/* Consume pending ring-buffer records; returns how many or -errno. */
+/*
+ * Consume pending ring-buffer records, at most TRACER_POLL_MAX; returns how many or -errno.
+ * What is left stays for the next call (the ring buffer's fd stays readable).
+ */
 int tracer__poll(struct tracer *t);
 
 /* Visit every tracked connection; stop early if fn returns non-zero. */
@@ -48,8 +58,11 @@ int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const 
 /* Offsets of NCCL's struct fields for library slot (0..NT_MAX_LIBS-1). 0 or -errno. */
 int tracer__set_nccl_offsets(struct tracer *t, int slot, const struct nt_nccl_offsets *o);
 
-/* The BPF side's phase stack of thread tid (polling of ncclIbConnect/Accept included). */
+/* The BPF side's phase stack of thread tid (its polling of the polled probes included). */
 int tracer__phase_stack(struct tracer *t, int tid, struct nt_phase_stack *out);
+/* Visit every thread's phase stack (tgid in it); stop early if fn returns non-zero. */
+int tracer__each_stack(struct tracer *t,
+		       int (*fn)(void *ctx, int tid, const struct nt_phase_stack *st), void *ctx);
 
 struct tracer_uprobes;
 /*
@@ -70,5 +83,7 @@ bool tracer__data_hooks_on(const struct tracer *t);
 
 /* Sum of the per-CPU counters */
 int tracer__stats(struct tracer *t, uint64_t out[NT_STAT_MAX]);
+/* The records over the budget, per NCCL probe (summed over the CPUs) */
+int tracer__suppressed(struct tracer *t, uint64_t out[NT_P_MAX]);
 
 #endif /* NT_TRACER_H */

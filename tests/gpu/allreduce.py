@@ -6,7 +6,8 @@ like the C fixtures do. --stall-mode mismatch makes that rank broadcast where th
 all-reduce (a hang in the GPU kernels), count makes it all-reduce NUMEL/2+12345 elements where
 the others all-reduce NUMEL (NCCL does not check: it completes, with corrupt data), slow makes
 it sleep --stall-for before every all-reduce (a straggler), stop makes it SIGSTOP itself
-(whoever runs it sends SIGCONT).
+(whoever runs it sends SIGCONT), skip makes it skip that all-reduce, finish its loop one
+collective short and exit, its marker printed then (the others wait for it for ever).
 --eager-init creates the NCCL communicator in init_process_group
 (device_id=...); otherwise PyTorch creates it lazily at the first collective. --one-gpu puts
 every rank on GPU 0 with its own NCCL_HOSTID: NCCL then takes each rank for a host of its own and
@@ -27,7 +28,7 @@ p.add_argument("--numel", type=int, default=1 << 20)
 p.add_argument("--stall-rank", type=int, default=-1)
 p.add_argument("--stall-for", type=float, default=8.0)
 p.add_argument("--stall-at", choices=["loop", "first"], default="loop")
-p.add_argument("--stall-mode", choices=["sleep", "mismatch", "count", "slow", "stop"],
+p.add_argument("--stall-mode", choices=["sleep", "mismatch", "count", "slow", "stop", "skip"],
                default="sleep")
 p.add_argument("--eager-init", action="store_true")
 p.add_argument("--one-gpu", action="store_true")
@@ -48,6 +49,8 @@ else:
 x = torch.ones(a.numel, device="cuda")
 for i in range(a.iters):
     odd = rank == a.stall_rank and i == (0 if a.stall_at == "first" else a.iters // 2)
+    if odd and a.stall_mode == "skip":
+        continue
     if odd or (rank == a.stall_rank and a.stall_mode == "slow" and i == 0):
         print(f"allreduce: STALL rank {rank} pid {os.getpid()} at_realtime_ns {time.time_ns()}",
               file=sys.stderr, flush=True)
@@ -63,6 +66,10 @@ for i in range(a.iters):
         dist.all_reduce(x)
     torch.cuda.synchronize()
     time.sleep(0.02)
+if rank == a.stall_rank and a.stall_mode == "skip":
+    print(f"allreduce: STALL rank {rank} pid {os.getpid()} at_realtime_ns {time.time_ns()}",
+          file=sys.stderr, flush=True)
+    os._exit(0)
 if rank == 0:
     print(f"allreduce: {a.iters} all-reduces done, x[0]={x[0].item()}", flush=True)
 dist.destroy_process_group()

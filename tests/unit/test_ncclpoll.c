@@ -227,12 +227,26 @@ static void test_net_poll_connect(void **state)
 	nccl_state__free(s);
 }
 
+/*
+ * A connection an asynchronous net accept made (inside ncclSocketReady, no socket call's record)
+ * is NCCL's data connection all the same: labelled from its creator's phase
+ */
+static void test_conn_phase_label(void **state)
+{
+	(void)state;
+	assert_string_equal(nccl_conn_phase_label(NT_P_NET_ACCEPT), "net (net accept)");
+	assert_string_equal(nccl_conn_phase_label(NT_P_NET_CONNECT), "net (net connect)");
+	assert_string_equal(nccl_conn_phase_label(NT_P_IB_ACCEPT), "ib (ib accept)");
+	assert_null(nccl_conn_phase_label(NT_P_BOOTSTRAP_RECV));
+	assert_null(nccl_conn_phase_label(0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_entries_lost),	 cmocka_unit_test(test_returns_lost),
 		cmocka_unit_test(test_entry_is_state),	 cmocka_unit_test(test_net_poll),
-		cmocka_unit_test(test_net_poll_connect),
+		cmocka_unit_test(test_net_poll_connect), cmocka_unit_test(test_conn_phase_label),
 	};
 
 	return cmocka_run_group_tests_name("ncclpoll", tests, NULL, NULL);

@@ -256,6 +256,14 @@ static void dump_record(void *ctx, json_t *rec)
 	session_dump(ctx, rec);
 }
 
+/* NCCL's name for a connection: from its socket call's record, else its creator's phase */
+static const char *conn_label(const struct session *s, int pid, const struct nt_conn *c)
+{
+	const char *l = nccl_state__socket_label(s->nstate, pid, c->ino);
+
+	return l ? l : nccl_conn_phase_label(c->nccl_phase);
+}
+
 /* What the NCCL probes tell, into the snapshot: phases, setup, settings, labels, counters. */
 static void nccl_snapshot(struct session *s, uint64_t now)
 {
@@ -291,8 +299,7 @@ static void nccl_snapshot(struct session *s, uint64_t now)
 	}
 	for (int i = 0; i < s->snap.nconns; i++) {
 		struct snap_conn *c = &s->snap.conns[i];
-		const char *label = nccl_state__socket_label(s->nstate, c->pid, c->c.ino);
-
+		const char *label = conn_label(s, c->pid, &c->c);
 		c->ras = label && strncmp(label, "ras", 3) == 0;
 		c->nccl_label = label;
 	}
@@ -438,8 +445,7 @@ static int on_event(void *ctx, const void *data, size_t size)
 				    h->type == NT_EV_CONN_STATE && e->newstate == 7 /* CLOSE */);
 		if (!record_conn_event_kept(h->type, e))
 			return 0;
-		session_dump(s, record_conn_event(e, nccl_state__socket_label(s->nstate, e->c.tgid,
-									      e->c.ino)));
+		session_dump(s, record_conn_event(e, conn_label(s, e->c.tgid, &e->c)));
 	}
 	return 0;
 }

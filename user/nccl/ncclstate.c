@@ -318,6 +318,22 @@ json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 	return o;
 }
 
+const char *nccl_conn_phase_label(unsigned int probe)
+{
+	switch (probe) {
+	case NT_P_NET_CONNECT:
+		return "net (net connect)";
+	case NT_P_NET_ACCEPT:
+		return "net (net accept)";
+	case NT_P_IB_CONNECT:
+		return "ib (ib connect)";
+	case NT_P_IB_ACCEPT:
+		return "ib (ib accept)";
+	default:
+		return NULL;
+	}
+}
+
 const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64_t ino)
 {
 	const struct nproc *p = nstate_find(s, pid);

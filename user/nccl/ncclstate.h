@@ -81,6 +81,13 @@ bool nccl_state__setup_at_attach(const struct nccl_state *s, int pid);
  */
 bool nccl_state__first_window(const struct nccl_state *s, int pid, int calls);
 
+/*
+ * pure: the label of a connection the socket calls' records never labelled, from the NCCL
+ * phase of the thread that made it (BPF's nt_conn.nccl_phase): a net plugin's asynchronous
+ * connect or accept makes its socket inside ncclSocketReady, which is not probed, after
+ * ncclSocketConnect/Accept returned. NULL: none
+ */
+const char *nccl_conn_phase_label(unsigned int probe);
 /* pure: NCCL socket type number to name ("bootstrap", "proxy", "net", "ib", "ras") */
 const char *nccl_socket_type_name(int type);
 

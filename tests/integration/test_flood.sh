@@ -21,6 +21,7 @@ THRESH=3
 need_fixture flood "$NJ" "$FJ" "$FAKE" "$STRIPPED" || end_checks
 
 footer() { tail -1 "$1" | jq -c 'select(.type=="footer")'; }
+snapshot_count() { jq -s '[.[] | select(.type=="snapshot")] | length' "$1"; }
 # the longest gap (ms) between two snapshots: the tick's own record, once a second while busy
 snapshot_gap_ms() {
 	jq -r 'select(.type=="snapshot") | .ts_ns' "$1" |
@@ -112,13 +113,19 @@ check flood_nccl_suppressed "suppressed: $(jq -c '.suppressed' <<<"$ft")" -- \
 	jqe '.suppressed.nccl > 0 and .suppressed.by_probe.api_get_last_error == .suppressed.nccl' <<<"$ft"
 check flood_conn_suppressed "suppressed: $(jq -c '.suppressed' <<<"$ft")" -- \
 	jqe '.suppressed.conn > 0' <<<"$ft"
-check flood_no_drops "lost: $(jq -c '.lost' <<<"$ft")" -- jqe '.lost.ringbuf_drops == 0' <<<"$ft"
 # 5 s of flood at most: the budget's records (a few MB), not the flood's (~10^6 records)
 check flood_dump_bounded "dump $(stat -c %s "$D") bytes" -- test "$(stat -c %s "$D")" -lt 12000000
-check flood_memory_flat "tracer maxrss $(jq '.totals.tracer_maxrss_kib' <<<"$ft") KiB" -- \
-	jqe '.totals.tracer_maxrss_kib < 131072' <<<"$ft"
-check flood_tick_period "longest gap between snapshots: $(snapshot_gap_ms "$D") ms" -- \
-	test "$(snapshot_gap_ms "$D")" -le 2500
+# the tracer's own speed and memory are the plain build's: the sanitizers' is several times
+# slower (it drops records a flood's budget sends) and keeps freed memory in quarantine
+if [ -n "${NT_TRACER:-}" ]; then
+	skip_n 3 flood_speed "the tracer's speed and memory under a flood: the plain build's (NT_TRACER=$NT)"
+else
+	check flood_no_drops "lost: $(jq -c '.lost' <<<"$ft")" -- jqe '.lost.ringbuf_drops == 0' <<<"$ft"
+	check flood_memory_flat "tracer maxrss $(jq '.totals.tracer_maxrss_kib' <<<"$ft") KiB" -- \
+		jqe '.totals.tracer_maxrss_kib < 131072' <<<"$ft"
+	check flood_tick_period "$(snapshot_count "$D") snapshots, the longest gap $(snapshot_gap_ms "$D") ms" -- \
+		test "$(snapshot_gap_ms "$D")" -le 2500 -a "$(snapshot_count "$D")" -ge 4
+fi
 check flood_report_says "report: $("$NT" report "$D" 2>&1 | grep suppressed)" -- \
 	grep -qE '^suppressed: [1-9][0-9]* records over the tracer.s budget.*by probe: api_get_last_error [1-9]' \
 	<<<"$("$NT" report "$D" 2>&1)"
@@ -148,6 +155,6 @@ D=$TMP/starve.jsonl
 ft=$(footer "$D")
 echo "# no budget, 64 KiB: $(jq -c '{lost, suppressed}' <<<"$ft"), longest gap between snapshots $(snapshot_gap_ms "$D") ms"
 check starve_footer "no footer: $(tail -c 300 "$D")" -- jqe '.type == "footer"' <<<"$ft"
-check starve_tick_period "longest gap between snapshots: $(snapshot_gap_ms "$D") ms" -- \
-	test "$(snapshot_gap_ms "$D")" -le 2500
+check starve_tick_period "$(snapshot_count "$D") snapshots, the longest gap $(snapshot_gap_ms "$D") ms" -- \
+	test "$(snapshot_gap_ms "$D")" -le 2500 -a "$(snapshot_count "$D")" -ge 4
 end_checks

@@ -9,6 +9,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "util/clock.h"
 #include "util/log.h"
 #include "nccltrace.h"
 #include "nccltrace.skel.h"
@@ -33,7 +34,8 @@ struct tracer {
 	bool data_off;
 	bool have_probe; /* tcp_probe attached at start */
 	uint32_t budget_per_s, ringbuf_bytes;
-	int polled; /* records handed on by the current tracer__poll() */
+	int polled;	     /* records handed on by the current tracer__poll() */
+	uint64_t poll_until; /* and when it stops */
 };
 
 /* handle_event's way to stop a consume at TRACER_POLL_MAX (libbpf returns it as is) */
@@ -86,8 +88,13 @@ static int handle_event(void *ctx, void *data, size_t size)
 
 	if (size >= sizeof(struct nt_ev_hdr) && t->on_event)
 		rc = t->on_event(t->ctx, data, size);
+	if (rc)
+		return rc;
 	/* this record is consumed either way: the next poll starts after it */
-	return rc ? rc : ++t->polled >= TRACER_POLL_MAX ? POLL_FULL : 0;
+	if (++t->polled >= TRACER_POLL_MAX ||
+	    (t->polled % 32 == 0 && clock_mono_ns() >= t->poll_until))
+		return POLL_FULL;
+	return 0;
 }
 
 static void set_mode_autoload(const struct tracer *t, struct nccltrace_bpf *s,
@@ -429,6 +436,7 @@ int tracer__poll(struct tracer *t)
 	int rc;
 
 	t->polled = 0;
+	t->poll_until = clock_mono_ns() + TRACER_POLL_NS;
 	rc = ring_buffer__consume(t->rb);
 	return rc == POLL_FULL ? t->polled : rc;
 }
@@ -587,8 +595,14 @@ int tracer__attach_uprobes(struct tracer *t, int pid, const char *path, const ui
 		}
 		u->links[u->nlinks++] = l;
 	}
+	/* none attached (the process is gone, say): nothing for the caller to detach */
+	if (!u->nlinks && err) {
+		free(u->links);
+		free(u);
+		return err;
+	}
 	*out = u;
-	return u->nlinks ? u->nlinks : err;
+	return u->nlinks;
 }
 
 void tracer__detach_uprobes(struct tracer_uprobes *u)

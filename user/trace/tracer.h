@@ -29,8 +29,12 @@ struct tracer_opts {
 	uint32_t ringbuf_bytes;
 };
 
-/* The most records one tracer__poll() hands on: a flood cannot keep the caller from its tick */
+/*
+ * The most records one tracer__poll() hands on, and the longest it reads (a record may cost its
+ * handler a process's probes attached): a flood cannot keep the caller from its tick
+ */
 #define TRACER_POLL_MAX 4096
+#define TRACER_POLL_NS	(50 * 1000 * 1000ULL)
 
 /* 0 or -errno; on failure, err holds one line saying what failed and why. */
 int tracer__open(const struct tracer_opts *opts, struct tracer **out, char *err, size_t errlen);
@@ -47,8 +51,9 @@ const char *tracer__missing_hooks(const struct tracer *t);
 int tracer__track_pid(struct tracer *t, int pid);
 int tracer__ringbuf_fd(const struct tracer *t);
 /*
- * Consume pending ring-buffer records, at most TRACER_POLL_MAX; returns how many or -errno.
- * What is left stays for the next call (the ring buffer's fd stays readable).
+ * Consume pending ring-buffer records, at most TRACER_POLL_MAX or for TRACER_POLL_NS; returns
+ * how many or -errno. What is left stays for the next call (the ring buffer's fd stays
+ * readable).
  */
 int tracer__poll(struct tracer *t);
 
@@ -68,7 +73,7 @@ struct tracer_uprobes;
 /*
  * Uprobes (or uretprobes) at offsets in the file path, for process pid only, each carrying its
  * cookie: one uprobe_multi link where the kernel has them, else one link per probe. Returns how
- * many are attached, or -errno; *out is the caller's to detach.
+ * many are attached (*out then the caller's to detach), or -errno when none is (*out untouched).
  */
 int tracer__attach_uprobes(struct tracer *t, int pid, const char *path, const uint64_t *offs,
 			   const uint64_t *cookies, int n, bool ret, struct tracer_uprobes **out);

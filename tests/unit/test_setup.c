@@ -148,6 +148,20 @@ static void test_first_collective_late_entries_lost(void **state)
 					  "1.3M tries"));
 	assert_true(evidence_has(&out[0], "its thread 4712 polls ncclNetSocketConnect to "
 					  "10.0.0.5:43517 for 10.0s, 42 tries"));
+	/* where a traced process listens there, the connect is for its rank */
+	{
+		struct nt_tuple t;
+		int i;
+
+		tuple4(&t, "10.0.0.5", 43517, "0.0.0.0", 0);
+		i = add_conn(w, 107, -1, &t, STALL_START);
+		w->conns[i].c.flags = NT_CONN_LISTENER;
+		w->conns[i].c.state = 10; /* TCP_LISTEN */
+	}
+	n = run(w, out);
+	assert_int_equal(n, 1);
+	assert_true(evidence_has(&out[0], "its thread 4712 polls ncclNetSocketConnect to "
+					  "10.0.0.5:43517 (rank 7) for 10.0s, 42 tries"));
 	/* without the counters, nothing says rank 0 took part: it is named (test above) */
 
 	/* records lost or suppressed are never silent: the last line says so, whatever came */

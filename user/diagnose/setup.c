@@ -229,22 +229,44 @@ static void ranks_evidence(struct finding *f, const char *what, int *ranks, int 
 			     n > 1 ? "each one's" : "its", post);
 }
 
+/* The rank of the traced process listening on addr ("10.0.0.5:43517"), -1 if none */
+static int rank_listening_on(const struct snapshot *s, const char *addr)
+{
+	char ep[64];
+
+	for (int i = 0; i < s->nconns && addr[0]; i++) {
+		const struct snap_conn *c = &s->conns[i];
+		const struct snap_proc *p;
+
+		if (!(c->c.flags & NT_CONN_LISTENER) || c->closed ||
+		    strcmp(fmt_endpoint(&c->c.t, 1, ep, sizeof(ep)), addr))
+			continue;
+		p = snapshot_proc(s, c->pid);
+		return p ? p->rank : -1;
+	}
+	return -1;
+}
+
 /*
- * "; its proxy thread (tid 12) polls ncclNetSocketAccept for 7.8s, 391k tries": the socket
- * net's connect or accept it polls (counted in the kernel), "" if none
+ * "; its thread 12 polls ncclNetSocketConnect to 10.0.0.5:43517 (rank 5) for 7.8s, 391k
+ * tries": the socket net's connect or accept it polls (counted in the kernel), "" if none
  */
 static void net_poll_text(const struct snapshot *s, const struct snap_proc *w, char *buf,
 			  size_t len)
 {
 	const struct snap_net_poll *np = &w->net_poll;
-	char n[24];
+	int peer = np->probe == NT_P_NET_CONNECT ? rank_listening_on(s, np->addr) : -1;
+	char n[24], to[80] = "";
 
 	buf[0] = '\0';
 	if (!np->probe)
 		return;
-	snprintf(buf, len, "; its thread %d polls %s%s%s for %.1fs, %s tries", np->tid,
-		 np->probe == NT_P_NET_CONNECT ? "ncclNetSocketConnect" : "ncclNetSocketAccept",
-		 np->addr[0] ? " to " : "", np->addr,
+	if (np->addr[0] && peer >= 0)
+		snprintf(to, sizeof(to), " to %s (rank %d)", np->addr, peer);
+	else if (np->addr[0])
+		snprintf(to, sizeof(to), " to %s", np->addr);
+	snprintf(buf, len, "; its thread %d polls %s%s for %.1fs, %s tries", np->tid,
+		 np->probe == NT_P_NET_CONNECT ? "ncclNetSocketConnect" : "ncclNetSocketAccept", to,
 		 (double)(s->now_ns > np->since_ns ? s->now_ns - np->since_ns : 0) /
 			 NT_NSEC_PER_SEC,
 		 fmt_count(np->calls, n, sizeof(n)));

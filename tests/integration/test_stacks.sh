@@ -194,9 +194,13 @@ ev=$(jq -c '.[0].evidence' <<<"$f")
 check ring_setup_evidence "evidence: $ev" -- jqe '.[0].kind == "ring_setup_blocked" and
 	(.[0].evidence | any(test("rank 1 \\(pid [0-9]+\\) main thread \\(stack unwound [0-9.]+s ago\\): outside NCCL, blocked in clock_nanosleep: clock_nanosleep <- .* <- nap <- main \\[nccljob\\]"))) and
 	(.[0].evidence | any(test("rank [02] \\(pid [0-9]+\\) main thread \\(stack unwound [0-9.]+s ago\\): inside [^ ]+ <- .* <- ncclAllReduce, (blocked in [a-z0-9_]+|running); called from main \\[nccljob\\]")))' <<<"$f"
-check ring_setup_records "stack records: $(jq -c 'select(.type=="stack") | [.pid, .tid, .nccl_call, (.frames | map(.symbol) | join(","))]' "$D" | head -4)" -- \
+# both records, the culprit's and a waiter's (one check: both sides inside it)
+ring_setup_records() {
 	jq_ok "select(.type==\"stack\" and .pid==$p1 and .tid==$p1 and .syscall==\"clock_nanosleep\" and .stopped_ns > 0 and .held_ns >= .stopped_ns and (.frames | map(.symbol) | index(\"main\")) != null)" "$D" &&
-	jq_ok "select(.type==\"stack\" and .pid!=$p1 and .nccl_api==\"ncclAllReduce\" and (.frames | map(.symbol) | (index(\"pncclAllReduce\") != null and index(\"main\") != null and index(\"_Z21ncclTransportP2pSetupP8ncclCommP13ncclTopoGraphi\") != null)))" "$D"
+		jq_ok "select(.type==\"stack\" and .pid!=$p1 and .nccl_api==\"ncclAllReduce\" and (.frames | map(.symbol) | (index(\"pncclAllReduce\") != null and index(\"main\") != null and index(\"_Z21ncclTransportP2pSetupP8ncclCommP13ncclTopoGraphi\") != null)))" "$D"
+}
+check ring_setup_records "stack records: $(jq -c 'select(.type=="stack") | [.pid, .tid, .nccl_call, (.frames | map(.symbol) | join(","))]' "$D" | head -4)" -- \
+	ring_setup_records
 check ring_setup_job_unharmed "exit $rc: $(tail -2 "$TMP/ring.out")" -- \
 	bash -c "[ $rc -eq 0 ] && grep -q '3 ranks, 6 all-reduces of .* done' '$TMP/ring.out'"
 out=$("$NT" report "$D")

@@ -102,12 +102,11 @@ static bool launched_ahead(const struct snapshot *s, const struct least *l,
  */
 static const struct snap_proc *setup_culprit(const struct snapshot *s, const bool *named, int cls,
 					     int world, uint64_t left_after, uint64_t round_from,
-					     bool at_attach, int *others, int *nothers)
+					     bool at_attach, const struct least *l, int *others,
+					     int *nothers)
 {
 	const struct snap_proc *cul = NULL;
-	struct least l;
 
-	least_build(s, &l);
 	*nothers = 0;
 	for (int i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
@@ -126,7 +125,7 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 		/* attached to, its main thread not seen yet: maybe in it, maybe through it */
 		if (snap_proc_unseen(p))
 			continue;
-		if (!p->exited && launched_ahead(s, &l, p))
+		if (!p->exited && launched_ahead(s, l, p))
 			continue;
 		if (cul && (!cul->exited || p->exited)) {
 			others[(*nothers)++] = p->rank;
@@ -136,8 +135,6 @@ static const struct snap_proc *setup_culprit(const struct snapshot *s, const boo
 			others[(*nothers)++] = cul->rank;
 		cul = p;
 	}
-	free(l.hash);
-	free(l.total);
 	return cul;
 }
 
@@ -342,23 +339,19 @@ static void describe_setup(const struct snapshot *s, struct finding *f, int cls,
  * names those inside the setup.
  */
 static void through_waiters(const struct snapshot *s, struct finding *f, int cls,
-			    uint64_t round_from, int *ranks)
+			    uint64_t round_from, const struct least *l, int *ranks)
 {
-	struct least l;
 	int nr = 0;
 
-	least_build(s, &l);
 	for (int i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
 
 		if (p->rank < 0 || p->exited || p->pid == f->pid || p->nccl_setup == cls ||
-		    !(entered_with(p, cls, round_from) || launched_ahead(s, &l, p)))
+		    !(entered_with(p, cls, round_from) || launched_ahead(s, l, p)))
 			continue;
 		add_waiter(s, f, p->pid);
 		ranks[nr++] = p->rank;
 	}
-	free(l.hash);
-	free(l.total);
 	ranks_evidence(f, "waiting through them", ranks, nr, "through the setup with them,",
 		       "since outside it");
 }
@@ -367,7 +360,10 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 		    int *n, int max)
 {
 	int np = s->nprocs > 0 ? s->nprocs : 1, *others = malloc(np * sizeof(int));
+	struct least l;
 
+	/* the communicators' fewest launches, once for both setups' culprits and waiters */
+	least_build(s, &l);
 	for (int cls = SNAP_SETUP_INIT; cls <= SNAP_SETUP_TRANSPORT && others; cls++) {
 		const struct snap_proc *longest = NULL, *cul;
 		int world = -1, missing = -1, nothers = 0, nw = 0;
@@ -392,7 +388,7 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 			nw ? earlier(longest->nccl_setup_since_ns, cfg->stall_threshold_ns) : 0;
 		cul = nw ? setup_culprit(s, named, cls, world,
 					 earlier(s->now_ns, cfg->stall_threshold_ns), round_from,
-					 longest->nccl_setup_at_attach, others, &nothers)
+					 longest->nccl_setup_at_attach, &l, others, &nothers)
 			 : NULL;
 		if (nw && !cul)
 			missing = missing_rank(s, world);
@@ -421,7 +417,9 @@ void setup_findings(const struct snapshot *s, const struct diag_config *cfg, str
 								   : FINDING_RING_SETUP_BLOCKED;
 		describe_setup(s, f, cls, cul, missing, world, others, nothers, round_from,
 			       longest->nccl_setup_at_attach);
-		through_waiters(s, f, cls, round_from, others);
+		through_waiters(s, f, cls, round_from, &l, others);
 	}
 	free(others);
+	free(l.hash);
+	free(l.total);
 }

@@ -132,6 +132,37 @@ static void test_peer_end_just_sent(void **state)
 	free(w);
 }
 
+/*
+ * The ring goes again after rank 1's sleep: rank 1 sent to rank 2, rank 2 to rank 3, which got
+ * its data 5 ms ago and sleeps in its own pacing before it sends to rank 0, whose receive has
+ * had nothing for 10 s. Rank 3 is the front of the progress, not a second culprit; once it has
+ * moved nothing for longer than the threshold, it is named.
+ */
+static void test_wave_front_no_culprit(void **state)
+{
+	struct world *w = stalled_ring(4, 1, 'S');
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	set_progress(&w->conns[w->send_conn[1]], NOW - 15 * MSEC);
+	set_progress(&w->conns[w->recv_conn[2]], NOW - 15 * MSEC);
+	set_progress(&w->conns[w->send_conn[2]], NOW - 10 * MSEC);
+	set_progress(&w->conns[w->recv_conn[3]], NOW - 5 * MSEC);
+	w->procs[3].state = 'S';
+	snprintf(w->procs[3].where, sizeof(w->procs[3].where), "clock_nanosleep");
+	w->procs[3].cpu_busy_ns = 0;
+	/* rank 0 still waits on rank 3, which is not waiting: the old rule named it */
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), w->recv_conn[0]);
+	assert_int_equal(run(w, out), 0);
+	/* rank 3 then moves nothing for longer than the threshold: it holds rank 0 */
+	set_progress(&w->conns[w->recv_conn[3]], NOW - 6 * SEC);
+	w->conns[w->recv_conn[3]].c.last_eagain_ns = NOW - 7 * SEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 103);
+	assert_int_equal(out[0].peer_pid, 100);
+	free(w);
+}
+
 static void test_stopped_rank(void **state)
 {
 	struct world *w = stalled_ring(4, 1, 'T');
@@ -690,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_two_waiters_on_one_address),
 		cmocka_unit_test(test_longest_direct_waiter),
 		cmocka_unit_test(test_wait_cycle),
+		cmocka_unit_test(test_wave_front_no_culprit),
 		cmocka_unit_test(test_long_ring),
 		cmocka_unit_test(test_waiting_conn_oldest_progress),
 		cmocka_unit_test(test_counters_moving_no_socket_wait),

@@ -433,6 +433,32 @@ static bool culprit_evidence(const struct snapshot *s, const struct diag_config 
 	return p->state == 'R' && p->cpu_busy_ns >= BUSY_NS;
 }
 
+/*
+ * When procs[i] last moved bytes on a data connection of its own (sent, or received), 0 if
+ * never. A process that did so within a waiter's threshold is not what holds the waiter: it is
+ * the front of a wave of progress (a ring going again, where each rank is fed by the one before
+ * it a moment later) or it works elsewhere. Blaming it for the waiter's whole silence would name
+ * a second culprit for one stop.
+ */
+static uint64_t proc_last_moved(const struct snapshot *s, int i)
+{
+	int n;
+	const int *ci = snapshot_conns_of(s, i, &n);
+	uint64_t t = 0;
+
+	for (int k = 0; k < n; k++) {
+		const struct snap_conn *c = &s->conns[ci[k]];
+
+		if (!snap_conn_is_data(c) || conn_is_self(c))
+			continue;
+		if (c->c.last_send_ns > t)
+			t = c->c.last_send_ns;
+		if (c->c.last_recv_ns > t)
+			t = c->c.last_recv_ns;
+	}
+	return t;
+}
+
 /* The state of a wait search: each process's waited connection, and where its chain ends */
 struct chains {
 	int *wait;	     /* per process: the connection it waits on, -1 if none */
@@ -463,6 +489,9 @@ static void chain_findings(const struct snapshot *s, const struct diag_config *c
 		if (cp && !cu->cycle && ch->evid[at] < 0)
 			ch->evid[at] = culprit_evidence(s, cfg, at);
 		if (cp && !cu->cycle && !ch->evid[at])
+			continue;
+		if (cp && !cu->cycle && !cp->exited &&
+		    s->now_ns - proc_last_moved(s, at) < conn_threshold(cfg, wc))
 			continue;
 		fi = find_or_add(s, out, &n, max, FINDING_STALL, cu->pid,
 				 cu->pid > 0 ? 0 : cu->conn);

@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The sanitizers' build reads every trace dump the plain pass left (make check keeps them:
+# NT_KEEP_DUMPS, then NT_DUMPS_FROM): report, report --json, report --html, convert and doctor
+# each give what the plain build gives from the same dump (exit status and every byte), and any
+# ASan, LeakSanitizer or UBSan report fails the script (scripts/run-tests.sh reads their logs).
+# Dumps of every kind the scripts make: stalls, setup hangs, multi-host, IB, floods, corrupt and
+# truncated ones. The tracer's runs are the other scripts'; this is the readers' sanitized pass,
+# over far more dumps than re-running the scripts would give.
+# checks: 6
+. "$(dirname "$0")/lib.sh"
+
+PLAIN=$ROOT/build/nccltrace
+FROM=${NT_DUMPS_FROM:-}
+
+if [ "$(readlink -f "$NT")" = "$(readlink -f "$PLAIN")" ]; then
+	skip_rest dumps "the sanitized pass's: it reads the plain pass's dumps with another build (NT_TRACER)"
+	end_checks
+fi
+if [ -z "$FROM" ] || [ ! -d "$FROM" ]; then
+	fail dumps_kept "no dumps to read: NT_DUMPS_FROM='$FROM' (make check keeps the plain pass's)"
+	skip_rest dumps "no dumps"
+	end_checks
+fi
+
+mapfile -t DUMPS < <(find "$FROM" -name '*.jsonl' -type f | sort)
+nscripts=$(find "$FROM" -name '*.jsonl' -type f -printf '%h\n' | sort -u | wc -l)
+check dumps_kept "${#DUMPS[@]} dumps from $nscripts scripts, want at least 40 from 10" -- \
+	test "${#DUMPS[@]}" -ge 40 -a "$nscripts" -ge 10
+
+# one DUMP KIND: the plain and the tested build on one dump, their exit status and output
+# (stdout, stderr, the file written) into $TMP/KIND/{plain,tested}.N; prints the dump's name if
+# they differ
+one() {
+	local d=$1 kind=$2 b out
+	for b in plain tested; do
+		local bin=$PLAIN
+		[ $b = tested ] && bin=$NT
+		out=$TMP/$kind/$b.$$.$BASHPID
+		case $kind in
+		report) "$bin" report "$d" >"$out" 2>&1 ;;
+		json) "$bin" report --json "$d" >"$out" 2>&1 ;;
+		html) "$bin" report --html "$out.html" "$d" >"$out" 2>&1 ;;
+		convert) "$bin" convert "$d" -o "$out.trace" >"$out" 2>&1 ;;
+		doctor) "$bin" doctor "$d" >"$out" 2>&1 ;;
+		esac
+		echo "exit $?" >>"$out"
+		for f in "$out.html" "$out.trace"; do
+			[ -f "$f" ] && cat "$f" >>"$out" && rm -f "$f"
+		done
+		# the paths each build wrote to are its own
+		sed -i "s|$TMP/$kind/$b\.[0-9.]*|OUT|g" "$out"
+	done
+	cmp -s "$TMP/$kind/plain.$$.$BASHPID" "$TMP/$kind/tested.$$.$BASHPID" || echo "$d"
+	rm -f "$TMP/$kind/plain.$$.$BASHPID" "$TMP/$kind/tested.$$.$BASHPID"
+}
+export -f one
+export PLAIN NT TMP
+
+# same KIND WHAT: every dump through one(), two at a time
+same() {
+	local kind=$1 what=$2 diff
+	mkdir -p "$TMP/$kind"
+	diff=$(printf '%s\0' "${DUMPS[@]}" | xargs -0 -P "$(nproc)" -I{} bash -c 'one "$1" "$2"' _ {} "$kind")
+	check "${kind}_same" "$what differs on $(wc -l <<<"$diff") dumps, e.g. ${diff%%$'\n'*}" -- \
+		test -z "$diff"
+}
+
+same report "nccltrace report"
+same json "nccltrace report --json"
+same html "nccltrace report --html"
+same convert "nccltrace convert"
+same doctor "nccltrace doctor DUMP"
+end_checks

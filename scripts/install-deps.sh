@@ -6,9 +6,9 @@
 # on it, and on every other CPython the machine has (tests/unit/test_pystack.c).
 set -eu
 
-PKGS="make gcc clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjansson-dev
+PKGS="make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjansson-dev
 libdw-dev liblzma-dev libbz2-dev libcmocka-dev libncurses-dev pkg-config jq iproute2 procps
-tmux chromium time libibverbs-dev libibverbs1 python3.11 libmicrohttpd-dev
+tmux chromium time strace libibverbs-dev libibverbs1 python3 python3.11 libmicrohttpd-dev
 libcurl4-openssl-dev prometheus curl"
 
 missing=""

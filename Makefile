@@ -71,7 +71,7 @@ SCANCOST := $(OUTPUT)/scancost
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
-.PHONY: all static bundle test check demo bench gpu clean format unit-bins asan asan-check fuzz fuzz-bins
+.PHONY: all static bundle test check demo bench gpu clean format unit-bins asan asan-check fuzz fuzz-build fuzz-bins
 
 all: $(OUTPUT)/nccltrace $(PLUGINS) $(DEMO) $(FIXTURES)
 
@@ -160,10 +160,15 @@ test: $(UNIT_BINS)
 # all three passes run, whatever the first gives: CI reports every failure at once, and the
 # passes' failures again at the end (build/check-summary.txt), where a log's tail shows them
 CHECK_SUMMARY := $(abspath $(OUTPUT))/check-summary.txt
-check: all $(UNIT_BINS)
+# the builds run JOBS compiles at a time (default: the CPUs), make -jN or not
+JOBS ?= $(shell nproc)
+check:
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all unit-bins
+	$(Q)$(MAKE) --no-print-directory asan
+	$(Q)$(MAKE) --no-print-directory fuzz-build
 	$(Q)scripts/check-layers.sh
-	$(Q)rc=0; rm -f $(CHECK_SUMMARY); \
-	NT_SUMMARY=$(CHECK_SUMMARY) NT_PASS=plain \
+	$(Q)rc=0; rm -rf $(CHECK_SUMMARY) $(PLAIN_DUMPS); \
+	NT_SUMMARY=$(CHECK_SUMMARY) NT_PASS=plain NT_KEEP_DUMPS=$(PLAIN_DUMPS) \
 		scripts/run-tests.sh --unit $(UNIT_BINS) --integration tests/integration || rc=1; \
 	NT_SUMMARY=$(CHECK_SUMMARY) $(MAKE) --no-print-directory asan-check || rc=1; \
 	$(MAKE) --no-print-directory fuzz || rc=1; \
@@ -179,14 +184,21 @@ SAN_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 	      -fno-sanitize-recover=all
 SAN_OUT := $(OUTPUT)/asan
 asan:
-	$(Q)$(MAKE) --no-print-directory OUTPUT=$(SAN_OUT) CC=$(CLANG) CFLAGS="$(SAN_CFLAGS)" \
-		$(SAN_OUT)/nccltrace unit-bins
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) OUTPUT=$(SAN_OUT) CC=$(CLANG) \
+		CFLAGS="$(SAN_CFLAGS)" $(SAN_OUT)/nccltrace unit-bins
 
-# Scripts left out of the sanitizers' pass (said as skips with the reason): test_bundle packs
-# build/nccltrace, the plain build, whatever the pass's tracer
-SAN_SKIP := test_bundle
+# Scripts left out of the sanitizers' pass (said as skips with the reason), whose subject is not
+# the tracer's code: test_bundle packs build/nccltrace, the plain build, whatever the pass's
+# tracer; test_kill SIGKILLs the tracer (no sanitizer report survives it; its dumps are read by
+# test_dumps); test_audit's subject is the loader audit, a plain library in the job;
+# test_variants and test_adaptive repeat the tracer paths of test_nccl and test_stall over
+# library shapes (test_nccllib and fuzz_elf read those with the sanitizers) and job rhythms
+# (test_rhythm). test_dumps reads every dump the plain pass kept (NT_KEEP_DUMPS) with them.
+SAN_SKIP := test_bundle test_kill test_audit test_variants test_adaptive
+PLAIN_DUMPS := $(abspath $(OUTPUT))/plain-dumps
 asan-check: all asan
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 NCCLTRACE_LIBDIR=$(abspath $(OUTPUT)) \
+		NT_SANITIZER_LOGS=$(abspath $(SAN_OUT))/sanitizer-logs NT_DUMPS_FROM=$(PLAIN_DUMPS) \
 		SKIP_SCRIPTS="$(SAN_SKIP)" \
 		SKIP_SCRIPTS_WHY="not in the sanitizers' pass (Makefile SAN_SKIP says why)" NT_PASS=sanitized \
 		NT_TRACER=$(abspath $(SAN_OUT))/nccltrace scripts/run-tests.sh \
@@ -208,9 +220,11 @@ $(OUTPUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(PURE_OBJS)
 
 fuzz-bins: $(patsubst tests/fuzz/%.c,$(OUTPUT)/%,$(FUZZ_SRCS)) $(PLUGINS)
 
-fuzz:
-	$(Q)$(MAKE) --no-print-directory OUTPUT=$(FUZZ_OUT) CC=$(CLANG) CFLAGS="$(FUZZ_CFLAGS)" \
-		fuzz-bins
+fuzz-build:
+	$(Q)$(MAKE) --no-print-directory -j$(JOBS) OUTPUT=$(FUZZ_OUT) CC=$(CLANG) \
+		CFLAGS="$(FUZZ_CFLAGS)" fuzz-bins
+
+fuzz: fuzz-build
 	$(Q)scripts/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
 
 demo: all

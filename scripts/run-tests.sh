@@ -13,6 +13,9 @@
 # which follows them into sessions of their own), and fails as "timeout", so that a hang costs
 # one script and names it instead of running CI past its own limit. Each script's line
 # "took Ns" says how long it ran.
+# NT_SANITIZER_LOGS=DIR (the sanitized pass): each script's ASan, LeakSanitizer and UBSan
+# reports go to files under DIR/SCRIPT (log_path) instead of the stderr most tracer calls
+# ignore, and a script that leaves one fails as "sanitizer", whatever its checks said.
 set -u
 limit=${NT_SCRIPT_TIMEOUT:-900}
 
@@ -65,12 +68,34 @@ kill_marked() {
 	echo $n
 }
 
+# sanitizer_reports NAME DIR: NAME fails if the sanitizers left a report in DIR (one failure: how
+# many, the first one's summary line and file); the reports stay there
+sanitizer_reports() {
+	local f n=0 first=
+	for f in "$2"/*; do
+		[ -s "$f" ] || continue
+		n=$((n + 1))
+		[ -n "$first" ] || first=$f
+	done
+	[ "$n" -eq 0 ] && return
+	runner_fail "$1" sanitizer "$n report(s), the first: $(grep -m1 -E '^SUMMARY:|runtime error' "$first" || head -1 "$first") ($first)"
+}
+
 run_script() {
 	local t=$1 name want line n got=0 rc='' left=0 start marker msg
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
 	start=$(date +%s)
 	marker="NT_TEST_RUN=$name-$$-$start"
+	local san=() sandir=
+	if [ -n "${NT_SANITIZER_LOGS:-}" ]; then
+		sandir=$NT_SANITIZER_LOGS/$name
+		rm -rf "$sandir"
+		mkdir -p "$sandir"
+		# one log_path for both: the sanitizers share it (the last one set wins)
+		san=("ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$sandir/report"
+			"UBSAN_OPTIONS=${UBSAN_OPTIONS:-}${UBSAN_OPTIONS:+:}print_stacktrace=1:log_path=$sandir/report")
+	fi
 	while IFS= read -r line; do
 		case "$line" in
 		__rc=*)
@@ -103,7 +128,7 @@ run_script() {
 	done < <(
 		# what the script left behind (a killed one's tracer, its job in a session of its
 		# own) is killed here, before the loop can end: it may hold the pipe open
-		env "$marker" timeout -k 15 "$limit" bash "$t" 2>&1
+		env "$marker" "${san[@]}" timeout -k 15 "$limit" bash "$t" 2>&1
 		r=$?
 		echo "__left=$(kill_marked "$marker")"
 		echo "__rc=$r"
@@ -117,6 +142,7 @@ run_script() {
 	fi
 	# a script that dies without saying FAIL still fails
 	[ "$rc" = 0 ] || runner_fail "$name" exit "exited ${rc:-?}"
+	[ -z "$sandir" ] || sanitizer_reports "$name" "$sandir"
 	if [ -z "$want" ]; then
 		runner_fail "$name" count "declares no count (a line '# checks: N')"
 	elif [ "$got" -ne "$want" ]; then

@@ -19,6 +19,19 @@ NRESULTS=0
 ENDED=
 AT_EXIT=()
 
+# NT_KEEP_DUMPS=DIR (make check's plain pass): every trace dump the script left in TMP is
+# copied to DIR/SCRIPT/ before TMP goes, for test_dumps.sh to read with the sanitizers' build
+keep_dumps() {
+	local d f
+	[ -n "${NT_KEEP_DUMPS:-}" ] && [ -f "$0" ] || return 0
+	d=$NT_KEEP_DUMPS/$(basename "$0" .sh)
+	rm -rf "$d"
+	mkdir -p "$d"
+	while IFS= read -r -d '' f; do
+		cp "$f" "$d/$(tr / _ <<<"${f#"$TMP"/}")" 2>/dev/null
+	done < <(find "$TMP" -name '*.jsonl' -type f -print0 2>/dev/null)
+}
+
 # at_exit COMMAND: run COMMAND (eval'd) when the script exits, before TMP goes
 at_exit() { AT_EXIT+=("$1"); }
 
@@ -27,6 +40,7 @@ at_exit() { AT_EXIT+=("$1"); }
 on_exit() {
 	local rc=$? c
 	for c in "${AT_EXIT[@]}"; do eval "$c"; done
+	keep_dumps
 	rm -rf "$TMP"
 	if [ -n "$CHECKS" ] && [ -z "$ENDED" ] && [ $rc -eq 0 ]; then
 		echo "$(basename "$0"): ended without reaching end_checks" >&2

@@ -134,8 +134,13 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 		}
 		now = bpf_ktime_get_ns();
 	}
-	/* the spin path (NCCL's proxy waiting for data) stays minimal: one atomic, three stores */
+	/*
+	 * the spin path (NCCL's proxy waiting for data) stays minimal: one atomic, three stores,
+	 * and a fourth on the first EAGAIN after progress
+	 */
 	if (ret == -EAGAIN) {
+		__u64 prog = c->last_send_ns > c->last_recv_ns ? c->last_send_ns : c->last_recv_ns;
+
 		if (send) {
 			__sync_fetch_and_add(&c->send_eagain, 1);
 			c->last_send_try_ns = now;
@@ -143,6 +148,8 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 			__sync_fetch_and_add(&c->recv_eagain, 1);
 			c->last_recv_try_ns = now;
 		}
+		if (c->eagain_since_ns <= prog)
+			c->eagain_since_ns = now;
 		c->last_eagain_ns = now;
 		return;
 	}

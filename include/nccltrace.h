@@ -109,6 +109,9 @@ struct nt_conn {
 	__u64 last_send_try_ns; /* last call, successful or not */
 	__u64 last_recv_try_ns;
 	__u64 last_eagain_ns;
+	/* the first EAGAIN after the last byte progress (either way): since when the owner has
+	 * been trying it; a waiter that slept first (a pause of its own) waited only since then */
+	__u64 eagain_since_ns;
 	__u64 figures_ns; /* when RTT/cwnd/windows/queues were last read */
 	__u32 state;	  /* TCP_* */
 	__s32 last_err;
@@ -126,7 +129,7 @@ struct nt_conn {
 			   * or last moved bytes on it (sampled every 10 ms), 0 if none */
 	__u32 pad;
 };
-_Static_assert(sizeof(struct nt_conn) == 248, "nt_conn layout");
+_Static_assert(sizeof(struct nt_conn) == 256, "nt_conn layout");
 
 /* Every ring-buffer record starts with this. */
 struct nt_ev_hdr {
@@ -156,7 +159,7 @@ struct nt_ev_conn {
 	__u32 pad;
 	struct nt_conn c; /* counters at the time of the event */
 };
-_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 248, "nt_ev_conn layout");
+_Static_assert(sizeof(struct nt_ev_conn) == 16 + 24 + 256, "nt_ev_conn layout");
 
 /*
  * NCCL probes. One entry and one return program serve them all: the uprobe's BPF cookie is

@@ -163,6 +163,38 @@ static void test_wave_front_no_culprit(void **state)
 	free(w);
 }
 
+/*
+ * Every rank pauses at once (an evaluation), rank 0 a little later than rank 1: rank 1's receive
+ * has had nothing for 6 s, but rank 1 slept 5.5 s of them itself and has tried only since. It
+ * waited 0.5 s, not 6: no wait. Trying for longer than the threshold, it waits on rank 0.
+ */
+static void test_waiter_that_slept_first(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	struct snap_conn *rc;
+
+	(void)state;
+	ring(w, 2, NOW - 6 * SEC);
+	w->procs[0].state = 'S';
+	snprintf(w->procs[0].where, sizeof(w->procs[0].where), "clock_nanosleep");
+	rc = &w->conns[w->recv_conn[1]];
+	spin(rc);
+	rc->c.eagain_since_ns = NOW - 500 * MSEC;
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 101), -1);
+	assert_int_equal(run(w, out), 0);
+	rc->c.eagain_since_ns = NOW - 5500 * MSEC;
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 101), w->recv_conn[1]);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].pid, 100);
+	/* blocked in its receive instead: since the progress, whatever an old EAGAIN said */
+	rc->c.eagain_since_ns = NOW - 500 * MSEC;
+	rc->blocked = SNAP_BLOCK_RECV;
+	rc->blocked_since_ns = NOW - 400 * MSEC;
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 101), w->recv_conn[1]);
+	free(w);
+}
+
 static void test_stopped_rank(void **state)
 {
 	struct world *w = stalled_ring(4, 1, 'T');
@@ -722,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_longest_direct_waiter),
 		cmocka_unit_test(test_wait_cycle),
 		cmocka_unit_test(test_wave_front_no_culprit),
+		cmocka_unit_test(test_waiter_that_slept_first),
 		cmocka_unit_test(test_long_ring),
 		cmocka_unit_test(test_waiting_conn_oldest_progress),
 		cmocka_unit_test(test_counters_moving_no_socket_wait),

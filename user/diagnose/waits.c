@@ -36,6 +36,20 @@ static uint64_t conn_seen_progress(const struct snapshot *s, const struct snap_c
 }
 
 /*
+ * Since when the owner has waited on the connection whose progress is prog: its first EAGAIN
+ * after that progress, where it spins; a waiter that slept first (a pause of its own, every rank
+ * at once) waited only since it came back to try. A thread blocked in a call, a connect, or a
+ * record without the field (an older dump): since the progress.
+ */
+static uint64_t conn_wait_start(const struct snap_conn *c, uint64_t prog)
+{
+	if (c->c.eagain_since_ns > prog && c->c.state != TCP_SYN_SENT &&
+	    (c->blocked == SNAP_BLOCK_NONE || c->blocked == SNAP_BLOCK_POLL))
+		return c->c.eagain_since_ns;
+	return prog;
+}
+
+/*
  * Both ends in one process (NCCL's main thread and its own proxy service talk over loopback):
  * waiting there only says the process waits on itself, never who it really waits for.
  */
@@ -203,7 +217,7 @@ int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cf
 		if (c->pid != pid || !snap_conn_is_data(c) || conn_is_self(c))
 			continue;
 		prog = conn_seen_progress(s, c);
-		if (s->now_ns - prog <= conn_threshold(cfg, c) || prog >= best_t ||
+		if (s->now_ns - conn_wait_start(c, prog) <= conn_threshold(cfg, c) || prog >= best_t ||
 		    !conn_tried_since(p, c, cfg, s->now_ns, prog) ||
 		    peer_end_moved(s, cfg, c, prog))
 			continue;

@@ -35,6 +35,7 @@ const struct sf sf_conn[] = {
 	T(struct nt_conn, last_send_try_ns),
 	T(struct nt_conn, last_recv_try_ns),
 	T(struct nt_conn, last_eagain_ns),
+	T(struct nt_conn, eagain_since_ns),
 	T(struct nt_conn, figures_ns),
 	U(struct nt_conn, state),
 	I(struct nt_conn, last_err),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace run: exit status, errors, dump contents of a healthy job, signal forwarding.
-# checks: 26
+# checks: 27
 . "$(dirname "$0")/lib.sh"
 
 need_bpf run || end_checks
@@ -89,4 +89,19 @@ check sigterm_forwarded "exit $rc, want 143" -- test $rc -eq 143
 check sigterm_no_orphan "the job's sleep survived" -- bash -c "! pgrep -fx 'sleep 31' >/dev/null"
 check sigterm_dump_complete "no footer after SIGTERM" -- \
 	jq_ok 'select(.type=="footer")' "$TMP/sig.jsonl"
+# a SIGTERM while nccltrace still loads its programs (the job not started yet): the same exit
+# status and a whole dump, never a tracer killed with the dump unfinished
+early=""
+for d in 0.1 0.3 0.6; do
+	"$NT" run --dump "$TMP/early-$d.jsonl" -- sh -c 'sleep 31 & wait' 2>"$TMP/early-$d.err" &
+	ntpid=$!
+	sleep $d
+	kill -TERM $ntpid
+	wait $ntpid
+	rc=$?
+	jq_ok 'select(.type=="footer")' "$TMP/early-$d.jsonl" && [ $rc -eq 143 ] ||
+		early+="at ${d}s: exit $rc, $(jq -s '[.[] | select(.type=="footer")] | length' "$TMP/early-$d.jsonl" 2>&1) footers, $(tail -1 "$TMP/early-$d.err"); "
+done
+pkill -fx 'sleep 31' 2>/dev/null
+check sigterm_early_dump_complete "$early" -- test -z "$early"
 end_checks

@@ -392,6 +392,7 @@ int attach_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	session_block_signals();
 	s.opts = o.run;
 	s.attached = true;
 	s.job.pid = j->root;

@@ -99,8 +99,15 @@ static void tracer_priority(void)
 
 static int launch(struct session *s, const struct launch_creds *cr)
 {
-	int rc = session_signals(s), exit_code;
+	int rc = session_signals(s), exit_code, sig = session_stop_pending();
 
+	/* stopped while the tracer was starting: the job is never started, the dump is whole */
+	if (sig) {
+		fprintf(stderr, "nccltrace: %s before the job started; it was not started\n",
+			strsignal(sig));
+		session_footer(s, 128 + sig);
+		return 128 + sig;
+	}
 	if (!rc)
 		rc = jobenv_apply(&s->env);
 	if (!rc)
@@ -189,6 +196,7 @@ int run_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	session_block_signals();
 	snprintf(s.host, sizeof(s.host), "%s", uname(&un) == 0 ? un.nodename : "localhost");
 	for (int i = 0, off = 0; i < s.opts.ncmd && off + 2 < (int)sizeof(s.cmdline); i++)
 		off += snprintf(s.cmdline + off, sizeof(s.cmdline) - off, "%s%s", i ? " " : "",

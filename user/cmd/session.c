@@ -614,6 +614,40 @@ void session_loop(struct session *s)
 	close(ep);
 }
 
+/* The signals the session reads from its signalfd, blocked from the start */
+static void session_sigset(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGCHLD);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGHUP);
+	sigaddset(mask, SIGQUIT);
+	sigaddset(mask, SIGUSR1);
+	sigaddset(mask, SIGWINCH);
+}
+
+int session_block_signals(void)
+{
+	sigset_t mask;
+
+	session_sigset(&mask);
+	return sigprocmask(SIG_BLOCK, &mask, NULL) ? -errno : 0;
+}
+
+int session_stop_pending(void)
+{
+	static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	sigset_t pending;
+
+	if (sigpending(&pending))
+		return 0;
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		if (sigismember(&pending, stops[i]) == 1)
+			return stops[i];
+	return 0;
+}
+
 int session_signals(struct session *s)
 {
 	struct itimerspec its = {
@@ -622,14 +656,7 @@ int session_signals(struct session *s)
 	};
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigaddset(&mask, SIGUSR1);
-	sigaddset(&mask, SIGWINCH);
+	session_sigset(&mask);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL))
 		return -errno;
 	s->sfd = signalfd(-1, &mask, SFD_CLOEXEC);

@@ -100,6 +100,14 @@ int session_open(struct session *s, const struct launch_creds *cr);
 void session_close(struct session *s);
 /* Block the signals the loop reads, make the signalfd and the tick's timer. 0 or -errno. */
 int session_signals(struct session *s);
+/*
+ * Block the session's signals before anything else (the BPF load and attach take a second, more
+ * under the sanitizers): a SIGTERM then waits for the signalfd instead of killing the tracer
+ * with the dump unfinished. 0 or -errno.
+ */
+int session_block_signals(void);
+/* A signal that stops tracing (INT, TERM, HUP, QUIT) already pending, or 0 */
+int session_stop_pending(void);
 /* One record into the dump (taken over, NULL is ignored). */
 void session_dump(struct session *s, json_t *rec);
 /* A finding opened, changed or closed: the dump, stderr, the count. */

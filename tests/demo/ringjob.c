@@ -237,7 +237,7 @@ static void usage_print(void)
 	       "  " PROG ": STALL rank R pid P mode MODE at_realtime_ns T last_send_realtime_ns S\n"
 	       "(S: when it last sent to the next rank, from which that rank waits; 0: never)\n"
 	       "Rank 0 prints one line to stdout at the end, even with --quiet:\n"
-	       "  " PROG ": rank 0 done: K steps, B bytes sent, X.X MB/s, E s\n"
+	       "  " PROG ": rank 0 done: K steps, B bytes sent, X.X MB/s, E s, P pauses\n"
 	       "\n"
 	       "Exit status: 0 when every rank finished; otherwise that of the first failing\n"
 	       "rank (128+N if it died of signal N): 1 system error, 2 lost connection to a\n"

@@ -69,6 +69,7 @@ struct ring {
 	size_t size;
 	unsigned char *sbuf, *rbuf;
 	uint64_t last;
+	uint64_t pauses; /* --pause-every: how many this rank made */
 	/* --blocking: the sender thread, kicked once per step */
 	pthread_t sender;
 	sem_t go, done;
@@ -414,8 +415,10 @@ static void ring_pace(struct ring *r, uint64_t k)
 	if (o->pause_every > 0) {
 		uint64_t n = (uint64_t)(o->pause_every / o->step_every + 0.5);
 
-		if ((k + 1) % (n ? n : 1) == 0)
+		if ((k + 1) % (n ? n : 1) == 0) {
 			sleep_for(o->pause_for);
+			r->pauses++;
+		}
 	}
 }
 
@@ -544,8 +547,8 @@ int worker_main(const struct opts *o)
 
 		/* always printed: benchmarks parse it */
 		printf(PROG ": rank 0 done: %" PRIu64
-			    " steps, %.0f bytes sent, %.1f MB/s, %.2f s\n",
-		       steps, bytes, elapsed > 0 ? bytes / 1e6 / elapsed : 0.0, elapsed);
+			    " steps, %.0f bytes sent, %.1f MB/s, %.2f s, %" PRIu64 " pauses\n",
+		       steps, bytes, elapsed > 0 ? bytes / 1e6 / elapsed : 0.0, elapsed, r.pauses);
 		fflush(stdout);
 	}
 	free(r.sbuf);

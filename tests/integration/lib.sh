@@ -32,6 +32,28 @@ keep_dumps() {
 	done < <(find "$TMP" -name '*.jsonl' -type f -print0 2>/dev/null)
 }
 
+# user_root USER: sets UROOT to the checkout as USER reaches it, for a job run as USER: ROOT
+# where USER can read the build there; else ROOT bound (mount --bind) at a directory of its own
+# under /tmp, outside TMP, unmounted when the script exits. A checkout in root's 0700 home (where
+# root's git clone puts it) is unreachable to any other user: the job and the libraries the
+# tracer puts into it (NCCLTRACE_LIBDIR=$UROOT/build) come from there instead. Returns 1, UROOT
+# ROOT, if the bind fails.
+user_root() {
+	local d
+	UROOT=$ROOT
+	runuser -u "$1" -- test -r "$ROOT/build/nccljob" 2>/dev/null && return 0
+	d=$(mktemp -d /tmp/nccltrace-checkout.XXXXXX) || return 1
+	chmod 755 "$d"
+	if ! mount --bind "$ROOT" "$d"; then
+		rmdir "$d"
+		return 1
+	fi
+	# rmdir, never rm -r: what is still mounted there is the checkout
+	at_exit "umount -l '$d'; rmdir '$d'"
+	echo "# $ROOT is not readable by $1: its jobs run from a bind mount at $d"
+	UROOT=$d
+}
+
 # at_exit COMMAND: run COMMAND (eval'd) when the script exits, before TMP goes
 at_exit() { AT_EXIT+=("$1"); }
 
@@ -211,22 +233,24 @@ opened_early_ms() {
 		.threshold_s * 1000 | floor" "$1" | head -1
 }
 
-# threshold_ms DUMP KIND THRESH: the threshold (ms) finding KIND in DUMP is held to: -t (THRESH,
+# threshold_ms DUMP KIND THRESH [fixed]: the threshold (ms) finding KIND in DUMP is held to: -t (THRESH,
 # seconds), or the threshold it reports where it opened early (at least 1 s, the floor of the
 # adaptive one)
 threshold_ms() {
 	local thr=$(($3 * 1000)) early
+	# --fixed-threshold: -t by definition, whatever the finding says of itself
+	[ "${4:-}" = fixed ] && echo "$thr" && return
 	early=$(opened_early_ms "$1" "$2")
 	[ -n "$early" ] && [ "$early" -ge 1000 ] && [ "$early" -lt "$thr" ] && thr=$early
 	echo "$thr"
 }
 
-# detected NAME OUT DUMP KIND THRESH: finding KIND opened in DUMP at least its threshold
-# (threshold_ms) after the wait on the faulty rank began, and at most that + 1 s after its fault
-# (markers in OUT)
+# detected NAME OUT DUMP KIND THRESH [fixed]: finding KIND opened in DUMP at least its threshold
+# (threshold_ms; -t where the run had --fixed-threshold: say fixed) after the wait on the faulty
+# rank began, and at most that + 1 s after its fault (markers in OUT)
 detected() {
 	local thr
-	thr=$(threshold_ms "$3" "$4" "$5")
+	thr=$(threshold_ms "$3" "$4" "$5" "${6:-}")
 	check_latency "$1" "$(marker_ns "$2")" "$(opened_ns "$3" "$4")" "$thr" \
 		$((thr + 1000)) "$(marker_quiet_ns "$2")"
 }

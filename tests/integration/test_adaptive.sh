@@ -76,8 +76,10 @@ D=$TMP/long.jsonl
 check long_early "not opened early" -- jqe '.early == true' <<<"$(first_open "$D")"
 check long_sure "no update saying it is sure (early false)" -- \
 	jq_ok 'select(.type=="finding" and .event=="update") | .early == false' "$D"
-check long_sure_at_ceiling "it became sure before -t" -- \
-	jq_ok "select(.type==\"finding\" and .event==\"update\" and .early==false) | .since_s >= $CEIL" "$D"
+# the first update that says so (a later one, further past -t, would pass whenever it became sure)
+sure=$(jq -c 'select(.type=="finding" and .event=="update" and .early==false)' "$D" | head -1)
+check long_sure_at_ceiling "it became sure at $(jq -r .since_s <<<"$sure") s, want -t ($CEIL s) to 1 s after" -- \
+	jqe ".since_s >= $CEIL and .since_s < $CEIL + 1" <<<"$sure"
 check long_not_transient "the 8 s stop closed as transient" -- \
 	jq_ok 'select(.type=="finding" and .event=="close") | .transient == false' "$D"
 
@@ -116,27 +118,44 @@ check nccl_exit "the job did not finish: $(tail -2 "$TMP/nccl.out")" -- \
 	grep -q "^nccltrace: 1 finding" "$TMP/nccl.out"
 
 # --- no false alarm, twice each: healthy jobs with a rhythm of their own ---
-# healthy NAME RINGJOB-ARGS...: no finding of any kind
+# rhythm_shown OUT WHAT: the job ran to its end (rank 0's last line) and its rhythm was what the
+# case is about: pauses (rank 0 made at least one), slow (a 20 % slower rank held the ring
+# below 90 % of the 500 steps 10 s of 20 ms steps give)
+rhythm_shown() {
+	local line steps pauses
+	line=$(grep "rank 0 done" "$1") || return 1
+	steps=$(sed -n 's/.*done: \([0-9]*\) steps.*/\1/p' <<<"$line")
+	pauses=$(sed -n 's/.*, \([0-9]*\) pauses$/\1/p' <<<"$line")
+	case $2 in
+	pauses) [ "${pauses:-0}" -ge 1 ] ;;
+	slow) [ "${steps:-500}" -lt 450 ] ;;
+	esac
+}
+# healthy NAME WHAT RINGJOB-ARGS...: no finding of any kind, from a job that ran (exit 0) with
+# its rhythm (rhythm_shown WHAT)
 healthy() {
-	local name=$1
-	shift
+	local name=$1 what=$2 rc
+	shift 2
 	for k in 1 2; do
 		run "$name$k" -- "$RJ" --ranks 4 --step-every 0.02 -q "$@"
-		check "${name}${k}_no_alarm" "findings: $(findings "$TMP/$name$k.jsonl")" -- \
-			test "$(findings "$TMP/$name$k.jsonl" | jq length)" -eq 0
+		rc=$?
+		check "${name}${k}_no_alarm" "exit $rc, $(grep "rank 0 done" "$TMP/$name$k.out"), findings: $(findings "$TMP/$name$k.jsonl")" -- \
+			test "$rc" -eq 0 -a "$(findings "$TMP/$name$k.jsonl" | jq length)" -eq 0 -a \
+			"$(rhythm_shown "$TMP/$name$k.out" "$what" && echo y)" = y
 		kill_leftovers
 	done
 }
 # every rank pauses 2.5 s at once, every 4 s: nobody waits on anybody
-healthy pauses --duration 13 --pause-every 4 --pause-for 2.5
+healthy pauses pauses --duration 13 --pause-every 4 --pause-for 2.5
 # rank 2 takes 20 % longer each step: the others wait on it 4 ms a step, never a stall
-healthy straggler --duration 10 --slow-rank 2
+healthy straggler slow --duration 10 --slow-rank 2
 # bursts of 20 ms steps, then 1.5 s idle, all together
-healthy bursts --duration 12 --pause-every 2 --pause-for 1.5
+healthy bursts pauses --duration 12 --pause-every 2 --pause-for 1.5
 # the fake NCCL's straggler: rank 1 sleeps 24 ms before each all-reduce (20 % of the step)
 run nslow -- "$NJ" --ranks 3 --iters 150 --step-delay 0.1 --fault slow --fault-rank 1 \
 	--fault-for 0.024 --timeout 40
-check nslow_no_stall "a straggler called stalled: $(findings "$TMP/nslow.jsonl")" -- \
-	test "$(findings "$TMP/nslow.jsonl" | jq '[.[] | select(.kind=="stall")] | length')" -eq 0
+rc=$?
+check nslow_no_stall "exit $rc, a straggler called stalled: $(findings "$TMP/nslow.jsonl")" -- \
+	test "$rc" -eq 0 -a "$(findings "$TMP/nslow.jsonl" | jq '[.[] | select(.kind=="stall")] | length')" -eq 0
 
 end_checks

@@ -19,6 +19,10 @@ HOST=$(hostname | cut -d. -f1)
 FORCE=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo)
 
 need_fixture nccllog "$NJ" "$FAKE" || end_checks
+# the job as nobody: from where nobody reaches the checkout (lib.sh user_root)
+user_root nobody
+UNJ=$UROOT/build/nccljob
+[ "$UROOT" = "$ROOT" ] || export NCCLTRACE_LIBDIR=$UROOT/build
 
 # rank_pids DUMP: "pid pid pid" of ranks 0, 1, 2
 rank_pids() { echo "$(rank_pid "$1" 0) $(rank_pid "$1" 1) $(rank_pid "$1" 2)"; }
@@ -26,7 +30,7 @@ rank_pids() { echo "$(rank_pid "$1" 0) $(rank_pid "$1" 1) $(rank_pid "$1" 2)"; }
 # --- a healthy 3-rank job as nobody: the log turned on by nccltrace, every rank's facts ---
 D=$TMP/healthy.jsonl
 env "${FORCE[@]}" SUDO_UID=$NOBODY SUDO_GID=$NOGROUP SUDO_USER=nobody "$NT" run --no-tui \
-	--dump "$D" -- "$NJ" --ranks 3 --iters 5 >"$TMP/healthy.stdout" 2>"$TMP/healthy.stderr"
+	--dump "$D" -- "$UNJ" --ranks 3 --iters 5 >"$TMP/healthy.stdout" 2>"$TMP/healthy.stderr"
 rc=$?
 check healthy_exit "exit $rc: $(tail -3 "$TMP/healthy.stderr")" -- test $rc -eq 0
 DIR=$TMP/healthy.nccl
@@ -112,7 +116,7 @@ OWN=$TMP/own
 mkdir -p "$OWN" && chown nobody:"$(id -gn nobody)" "$OWN"
 D=$TMP/own.jsonl
 (cd "$OWN" && NCCL_DEBUG=INFO NCCL_DEBUG_FILE=mine.%h.%p.log SUDO_UID=$NOBODY SUDO_GID=$NOGROUP \
-	SUDO_USER=nobody "$NT" run --no-tui --dump "$D" -- "$NJ" --ranks 3 --iters 3 >/dev/null 2>&1)
+	SUDO_USER=nobody "$NT" run --no-tui --dump "$D" -- "$UNJ" --ranks 3 --iters 3 >/dev/null 2>&1)
 n=0
 for r in 0 1 2; do
 	p=$(rank_pid "$D" $r)
@@ -129,7 +133,7 @@ check user_file_no_dir "nccltrace made $TMP/own.nccl" -- test ! -e "$TMP/own.ncc
 # the same through `env NAME=VALUE CMD`: the launcher's own file, named only after its exec, too
 D=$TMP/prefix.jsonl
 (cd "$OWN" && SUDO_UID=$NOBODY SUDO_GID=$NOGROUP SUDO_USER=nobody "$NT" run --no-tui --dump "$D" -- \
-	env NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OWN/pre.%p.log" "$NJ" --ranks 3 --iters 3 >/dev/null 2>&1)
+	env NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$OWN/pre.%p.log" "$UNJ" --ranks 3 --iters 3 >/dev/null 2>&1)
 n=$(jq -s '[.[] | select(.type=="nccl_log" and .what=="file" and (.path | startswith("'"$OWN"'/pre.")))] | length' "$D")
 check user_file_env_prefix "$n of 4 files read (the launcher, 3 ranks)" -- test "$n" = 4
 

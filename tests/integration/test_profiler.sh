@@ -126,8 +126,10 @@ healthy() { # NAME LIB-DIR-OR-EMPTY nccljob options...
 	local name=$1 dir=$2 D=$TMP/$1.jsonl
 	shift 2
 	nt_run "$dir" -t $THRESH --dump "$D" -- "$NJ" "$@" >"$TMP/$name.out" 2>&1
-	check "${name}_no_findings" "exit $?, findings: $(findings "$D")" -- \
-		test "$(findings "$D" | jq length)" = 0
+	local rc=$?
+	# the job ran to its end (exit 0): a job that never started has no finding either
+	check "${name}_no_findings" "exit $rc, findings: $(findings "$D")" -- \
+		test "$rc" = 0 -a "$(findings "$D" | jq length)" = 0
 }
 healthy h_busy4 "" --ranks 4 --iters 200 --step-delay 0 --count 1024
 healthy h_busy2_stripped "$SDIR" --ranks 2 --iters 300 --step-delay 0 --count 256

@@ -21,7 +21,7 @@ PY311=/usr/bin/python3.11
 PY313=$(find_python 3.13)
 PY38=$(find_python 3.8)
 
-kill_job() { pkill -9 -f "$JOB" 2>/dev/null; true; }
+kill_job() { pkill -9 -f "tests/fixtures/pyring.py" 2>/dev/null; true; }
 at_exit kill_job
 
 # marker OUT KIND: "rank pid file line" of the job's "pyring: KIND" line of rank 1 (STALL) or 2,
@@ -90,8 +90,10 @@ else
 fi
 
 # --- a job started as another user: read as root, which ptrace's rules allow ---
+# (its script from where nobody reaches the checkout: lib.sh user_root)
+user_root nobody
 D=$TMP/nobody.jsonl
-"$NT" run --no-tui --user nobody -t 2 --dump "$D" -- "$PY311" "$JOB" --steps 4000 --sleep-at 1500 \
+"$NT" run --no-tui --user nobody -t 2 --dump "$D" -- "$PY311" "$UROOT/${JOB#"$ROOT"/}" --steps 4000 --sleep-at 1500 \
 	--sleep-for 5 >"$TMP/nobody.out" 2>&1
 rc=$?
 read -r _ pid _ line < <(marker_of "$TMP/nobody.out" STALL)

@@ -57,9 +57,13 @@ for i in 1 2 3 4 5; do
 	D=$TMP/healthy$i.jsonl
 	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 10 \
 		>"$TMP/healthy$i.out" 2>&1
+	rc=$?
 	kill_leftovers
-	check "healthy${i}_no_finding" "findings: $(findings "$D" | jq -c 'map({kind, rank, summary})')" -- \
-		test "$(findings "$D" | jq length)" -eq 0
+	# and the ring ran to its end (exit 0, rank 0's last line): one that never started has no
+	# finding either
+	check "healthy${i}_no_finding" "exit $rc, $(grep -c 'rank 0 done' "$TMP/healthy$i.out") done lines, findings: $(findings "$D" | jq -c 'map({kind, rank, summary})')" -- \
+		test "$rc" -eq 0 -a "$(grep -c 'rank 0 done' "$TMP/healthy$i.out")" -eq 1 -a \
+		"$(findings "$D" | jq length)" -eq 0
 done
 
 # --- the fake NCCL at 16 ranks: a rank asleep before its 21st all-reduce, named by the
@@ -83,7 +87,7 @@ D=$TMP/fake16.jsonl
 	# fifteen's together
 	check fake16_by_counters "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
 		jqe ".[0].evidence | (map(select(test(\"^rank $r \\\\(pid [0-9]+\\\\) launched AllReduce 20 on comm\"))) | length == 1) and (map(select(test(\"^ranks [0-9,-]+ \\\\(15\\\\) launched AllReduce 21 on comm [0-9a-f]+ \\\\(comm->seqNumber\\\\)\"))) | length == 1)" <<<"$f"
-	detected fake16 "$TMP/fake16.out" "$D" stall $THRESH
+	detected fake16 "$TMP/fake16.out" "$D" stall $THRESH fixed
 }
 
 # --- two independent rings, one hang in each: two culprits, each with its own waiters ---

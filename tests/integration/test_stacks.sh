@@ -252,6 +252,9 @@ pkill -9 -f "$NJ" 2>/dev/null
 # a healthy job: no thread of it is ever stopped
 D=$TMP/healthy.jsonl
 "$NT" run -t 2 --dump "$D" -- "$NJ" --ranks 3 --iters 12 --linger 0.6 >/dev/null 2>&1
-check healthy_no_stacks "$(jq -c 'select(.type=="stack") | [.pid, .tid]' "$D" | head -3)" -- \
-	test "$(jq -s '[.[] | select(.type=="stack")] | length' "$D")" = 0
+rc=$?
+# from a job that ran (exit 0, its dump's footer written): one that never started has no stack
+check healthy_no_stacks "exit $rc, $(jq -c 'select(.type=="stack") | [.pid, .tid]' "$D" | head -3)" -- \
+	test "$rc" = 0 -a "$(jq -s '[.[] | select(.type=="stack")] | length' "$D")" = 0 -a \
+	"$(jq -s '[.[] | select(.type=="footer")] | length' "$D")" = 1
 end_checks

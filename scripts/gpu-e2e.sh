@@ -74,7 +74,10 @@ for line in open(dump, errors="replace"):
 import os
 lost = rep.get("lost") or {}
 sup = rep.get("suppressed") or {}
-extra = f"{os.path.getsize(dump) / 1e6:.1f} MB | {lost.get('ringbuf_drops', '?')} | {sup.get('total', '?')}"
+# the probes over the budget, most first: which function floods
+byp = sorted((sup.get("by_probe") or {}).items(), key=lambda kv: -kv[1])[:3]
+supt = f"{sup.get('total', '?')}" + (" (" + ", ".join(f"{k} {v}" for k, v in byp) + ")" if byp else "")
+extra = f"{os.path.getsize(dump) / 1e6:.1f} MB | {lost.get('ringbuf_drops', '?')} | {supt}"
 if kind == "none":
     ok = not fs
     got = ", ".join(f["kind"] for f in fs) or "none"

@@ -378,7 +378,7 @@ struct nt_phase_stack {
 	__u8 pad2;
 	__s32 poll_stage;  /* the handshake's stage at the latest call, -1 if unknown */
 	__u64 poll_calls;  /* calls in this run */
-	__u64 poll_obj;	   /* what is polled: the connect handle or the listen comm */
+	__u64 poll_obj;	   /* what the latest call polls: a connect handle or a listen comm */
 	__s32 poll_result; /* the latest call's ncclResult_t */
 	__u32 tgid;	   /* the thread's process */
 	/*

@@ -217,8 +217,8 @@ int diagnose_waiting_conn(const struct snapshot *s, const struct diag_config *cf
 		if (c->pid != pid || !snap_conn_is_data(c) || conn_is_self(c))
 			continue;
 		prog = conn_seen_progress(s, c);
-		if (s->now_ns - conn_wait_start(c, prog) <= conn_threshold(cfg, c) || prog >= best_t ||
-		    !conn_tried_since(p, c, cfg, s->now_ns, prog) ||
+		if (s->now_ns - conn_wait_start(c, prog) <= conn_threshold(cfg, c) ||
+		    prog >= best_t || !conn_tried_since(p, c, cfg, s->now_ns, prog) ||
 		    peer_end_moved(s, cfg, c, prog))
 			continue;
 		if (conn_is_nccl_data(c) &&

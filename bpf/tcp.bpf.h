@@ -148,7 +148,11 @@ static __always_inline void on_xfer(const struct sock *sk, int ret, bool send)
 			__sync_fetch_and_add(&c->recv_eagain, 1);
 			c->last_recv_try_ns = now;
 		}
-		if (c->eagain_since_ns <= prog)
+		/*
+		 * only after a byte this program saw move: on a connection found at an attach, no
+		 * byte seen yet, the owner may have tried since long before
+		 */
+		if (prog && c->eagain_since_ns <= prog)
 			c->eagain_since_ns = now;
 		c->last_eagain_ns = now;
 		return;

@@ -109,8 +109,9 @@ struct nt_conn {
 	__u64 last_send_try_ns; /* last call, successful or not */
 	__u64 last_recv_try_ns;
 	__u64 last_eagain_ns;
-	/* the first EAGAIN after the last byte progress (either way): since when the owner has
-	 * been trying it; a waiter that slept first (a pause of its own) waited only since then */
+	/* the first EAGAIN after the last byte progress (either way) this program saw, 0 before
+	 * any: since when the owner has been trying it; a waiter that slept first (a pause of its
+	 * own) waited only since then */
 	__u64 eagain_since_ns;
 	__u64 figures_ns; /* when RTT/cwnd/windows/queues were last read */
 	__u32 state;	  /* TCP_* */

@@ -8,7 +8,7 @@
 # shrunk until records are lost still names it, and says what was lost. A flood of every
 # record class (NCCL probe hits, TCP state changes, processes) is held to the budget, counted as
 # suppressed, and the tick keeps its period.
-# checks: 65
+# checks: 64
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

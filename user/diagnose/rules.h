@@ -122,4 +122,17 @@ void add_waiter(const struct snapshot *s, struct finding *f, int pid);
 /* "communicator init" or "transport setup" */
 const char *setup_name(int cls);
 
+/* chains.c: where a chain of waits ends */
+struct culprit {
+	int pid;  /* > 0: a traced process; 0: an untraced address */
+	int conn; /* for an address: the connection that waits on it */
+	bool cycle;
+};
+/*
+ * The end of the chain from procs[start], wait[i] the connection procs[i] waits on (-1 none);
+ * memo and cyc: zeroed arrays of s->nprocs, shared by every start of one snapshot
+ */
+struct culprit wait_chain_end(const struct snapshot *s, const int *wait, int *memo, int *cyc,
+			      int start);
+
 #endif /* NT_RULES_H */

@@ -122,6 +122,34 @@ static void test_resumed_hooks_do_not_age_connections(void **state)
 	free(w);
 }
 
+/*
+ * While the hooks are off, a connection's counters are frozen at the switch: no wait is read from
+ * them. A healthy job's end: rank 1 exited, rank 0 (its communicator destroyed, not launching,
+ * on a busy machine) still alive, its last EAGAIN and byte 12 s old.
+ */
+static void test_quiet_hooks_read_no_wait(void **state)
+{
+	struct world *w = world_new();
+	struct finding out[MAX_OUT];
+	int c;
+
+	(void)state;
+	add_proc(w, 100, 0, 'R', "")->runnable_ns = SEC;
+	set_exited(add_proc(w, 101, 1, 'R', ""), 0, NOW - 100 * MSEC);
+	c = add_pair(w, 100, 101, NOW - 12 * SEC);
+	w->conns[c].c.last_eagain_ns = NOW - 11 * SEC;
+	w->conns[c].c.eagain_since_ns = NOW - 11 * SEC;
+	w->s.tcp_quiet = true;
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), -1);
+	assert_int_equal(run(w, out), 0);
+	/* the same counters with the hooks on: a wait on the exited rank */
+	w->s.tcp_quiet = false;
+	assert_int_equal(diagnose_waiting_conn(&w->s, &cfg, 100), c);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -129,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_quiet_reason_names_rank_behind),
 		cmocka_unit_test(test_quiet_never_in_setup_findings_or_without_nccl),
 		cmocka_unit_test(test_resumed_hooks_do_not_age_connections),
+		cmocka_unit_test(test_quiet_hooks_read_no_wait),
 	};
 
 	return cmocka_run_group_tests_name("quiet", tests, NULL, NULL);

@@ -27,10 +27,20 @@ static uint64_t conn_progress(const struct snap_conn *c)
 	return t;
 }
 
-/* Progress of a connection as the diagnosis may read it: nothing counted while hooks were off */
+/*
+ * Progress of a connection as the diagnosis may read it: nothing counted while hooks were off.
+ * While they are off (quiet mode) its counters are frozen at the switch, the last EAGAIN and
+ * byte alike: no age can be read from them, so none is (the hooks come back at the first tick a
+ * communicator stops, and the ages count from then). Before, a rank alive after its
+ * communicator's destroy, at a healthy job's end, "waited" since the switch on a peer that had
+ * just exited: a false peer_dead.
+ */
 static uint64_t conn_seen_progress(const struct snapshot *s, const struct snap_conn *c)
 {
 	uint64_t t = conn_progress(c);
+
+	if (s->tcp_quiet)
+		return s->now_ns;
 
 	return s->tcp_resumed_ns > t ? s->tcp_resumed_ns : t;
 }

@@ -8,7 +8,7 @@
 # (comm->seqNumber[]) name the rank behind, with the wait counted from the attach (its start
 # is unknown without sockets). Healthy: no finding. NCCL 2.21 (no seqNumber): the collectives
 # in all. Stripped, uncached (no endMagic offset): said so, no wrong culprit. The job runs on unharmed.
-# checks: 17
+# checks: 18
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -79,6 +79,10 @@ attach_shm healthy 1.5 --ranks 3 --iters 150 --step-delay 0.02
 took=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e - s - 1.5}')
 check healthy_no_findings "exit $rc, findings $f, attach took $took s" -- \
 	test $rc -eq 0 -a "$f" = "[]"
+# the window, from the dump's own clock (header to footer): 1.5 s, not extended to the threshold
+win=$(jq -s '(.[-1].ts_ns - .[0].start_ns) / 1e6 | floor' "$D")
+check healthy_window "traced for $win ms (attach took $took s), want 1500..$((THRESH * 1000 - 1))" -- \
+	test "$win" -ge 1500 -a "$win" -lt $((THRESH * 1000))
 scans healthy 3
 unharmed healthy
 

@@ -95,12 +95,22 @@ tmux -S "$SOCK" new-session -d -s w -x 150 -y 40 \
 
 # a round of watch --once --json while the wait lasts
 wait_for 12 grep -qs "STALL rank 3" "$TMP/b.out"
+# host b's /metrics once its finding is open (the job's marker says the stall began: the
+# finding comes a threshold later, and lasts until the rank wakes 8 s after the marker)
+(
+	for _ in $(seq 60); do
+		on b curl -s -H "Authorization: Bearer $(cat "$TMP/token")" \
+			http://198.18.0.2:$PORT/metrics >"$TMP/metrics.txt"
+		grep -q '^nccltrace_findings{host="host-b",kind="stall"} 1$' "$TMP/metrics.txt" && break
+		sleep 0.1
+	done
+) &
+MET=$!
 sleep $((THRESH + 2))
+wait $MET
 on a "$NT" watch --once --json --token-file "$TMP/token" 198.18.0.1:$PORT 198.18.0.2:$PORT \
 	198.18.0.3:$PORT >"$TMP/once.json" 2>"$TMP/once.err"
 ONCE_RC=$?
-on b curl -s -H "Authorization: Bearer $(cat "$TMP/token")" http://198.18.0.2:$PORT/metrics \
-	>"$TMP/metrics.txt"
 CODE=$(on a curl -s -o /dev/null -w '%{http_code}' http://198.18.0.2:$PORT/state)
 tmux -S "$SOCK" capture-pane -p -J -t w >"$TMP/tui.txt" 2>&1
 
@@ -192,8 +202,8 @@ else
 fi
 check metrics_labels "metrics: $(grep -m2 nccltrace_rank_phase "$TMP/metrics.txt")" -- \
 	grep -q "^nccltrace_rank_phase{host=\"host-b\",rank=\"3\",pid=\"$P\",phase=\"none\"} 1$" "$TMP/metrics.txt"
-check metrics_finding "metrics: $(grep nccltrace_findings "$TMP/metrics.txt" | head -2)" -- \
-	grep -q '^nccltrace_findings{host="host-b",kind="stall"} [01]$' "$TMP/metrics.txt"
+check metrics_finding "metrics: $(grep "^nccltrace_findings" "$TMP/metrics.txt" | tr "\n" " "), b says: $(grep -m1 STALL "$TMP/b.out")" -- \
+	grep -q '^nccltrace_findings{host="host-b",kind="stall"} 1$' "$TMP/metrics.txt"
 
 # doctor across the hosts' dumps: each rank's NCCL_SOCKET_IFNAME against its own host's interfaces
 D=$("$NT" doctor --json "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl")

@@ -6,7 +6,7 @@
 # without a control byte or a tag of its own; a dump whose strings carry escapes and C1 controls
 # is reported clean; a full disk leaves one message, a job unharmed and a dump readable up to its
 # last whole record; a dump directory that cannot be written stops nccltrace before the job runs.
-# checks: 17
+# checks: 19
 . "$(dirname "$0")/lib.sh"
 
 need_bpf hostile || end_checks
@@ -17,7 +17,9 @@ ctl() { LC_ALL=C grep -c -aP '[\x00-\x09\x0b-\x1f\x7f-\x9f]|\xc2[\x80-\x9f]' "$1
 # a job whose file name is an OSC title sequence, run with an argument that is HTML markup
 NAME=$'ring\e]0;PWNED\ajob'
 ln -s "$RJ" "$TMP/$NAME"
-MARKUP='</script><img src=x onerror=alert(1)>'
+# "<!--<script>" first: the HTML parser's escaped state, where "</script>" no longer ends the
+# data and the page's own script is swallowed (a blank report, no finding)
+MARKUP='<!--<script></script><img src=x onerror=alert(1)>'
 D=$TMP/evil.jsonl
 "$NT" run --no-tui -t 2 --dump "$D" -- sh -c 'exec "$0" --ranks 3 --stall-rank 1 --duration 6 \
 	--stall-after 1 --stall-for 4 -q' "$TMP/$NAME" "$MARKUP" >"$TMP/run.out" 2>&1
@@ -38,19 +40,25 @@ check html_written "no HTML report" -- grep -q '<script id="data"' "$TMP/report.
 # the page's own two </script> and no other: the markup stays inside the data, as text
 check html_no_tag "$(grep -o '</script>' "$TMP/report.html" | wc -l) </script> in the page" -- \
 	test "$(grep -o '</script>' "$TMP/report.html" | wc -l)" = 2
+data=$(perl -0ne 'print $1 if m{<script id="data" type="application/json">(.*?)</script>}s' "$TMP/report.html")
+check html_data_no_lt "$(grep -o '<' <<<"$data" | wc -l) '<' in the page's data (${#data} bytes)" -- \
+	bash -c 'test -n "$1" && ! grep -q "<" <<<"$1" && grep -qF "\\u003c!--\\u003cscript>" <<<"$1"' _ "$data"
 CHROMIUM=$(command -v chromium || command -v chromium-browser)
 if [ -n "$CHROMIUM" ]; then
 	dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom \
 		"file://$TMP/report.html" 2>/dev/null)
 	# rendered: the markup shows as text in the page's heading, and made no element
 	check html_shown_as_text "the command is not in the rendered page" -- \
-		grep -qF '&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' <<<"$dom"
+		grep -qF '&lt;!--&lt;script&gt;&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;' <<<"$dom"
+	# and the page's own script ran: the finding is drawn
+	check html_finding_drawn "no STALL heading in the rendered page" -- \
+		grep -q 'STALL rank 1' <<<"$dom"
 	# (the data script holds it as JSON text: an element is what is outside the scripts)
 	outside=$(perl -0pe 's{<script\b.*?</script>}{}gs' <<<"$dom")
 	check html_no_element "the job's markup made an element: $(grep -o '<img[^>]*>' <<<"$outside")" -- \
 		bash -c "! grep -q '<img' <<<\"\$1\"" _ "$outside"
 else
-	skip_n 2 html_rendered "no chromium here (scripts/install-deps.sh installs it)"
+	skip_n 3 html_rendered "no chromium here (scripts/install-deps.sh installs it)"
 fi
 
 # a dump from elsewhere whose finding, evidence and setting names carry escapes and C1 controls

@@ -222,6 +222,29 @@ static const char page_tail[] =
 	"</script>\n</body></html>\n";
 
 /* the page of report, its trace and finding events (all taken over) */
+/*
+ * The JSON inside the page's data script, with no '<' at all (written \u003c, the same string to
+ * JSON.parse): the job's text can then neither end the script ("</script>") nor put the HTML
+ * parser in its escaped states ("<!--<script>", where a "</script>" no longer ends the data and
+ * the page's own script is swallowed). Only strings hold a '<' in JSON.
+ */
+static int put_script_data(const char *js, FILE *f)
+{
+	for (const char *p = js; *p;) {
+		size_t n = strcspn(p, "<");
+
+		if (n && fwrite(p, 1, n, f) != n)
+			return -1;
+		p += n;
+		if (*p == '<') {
+			if (fputs("\\u003c", f) < 0)
+				return -1;
+			p++;
+		}
+	}
+	return 0;
+}
+
 static int write_page(const char *out, json_t *report, json_t *trace, json_t *events, char *err,
 		      size_t errlen)
 {
@@ -232,7 +255,6 @@ static int write_page(const char *out, json_t *report, json_t *trace, json_t *ev
 
 	json_decref(trace);
 	json_decref(events);
-	/* escaped slashes: no "</script>" can end the data early */
 	js = json_dumps(data, JSON_COMPACT | JSON_ESCAPE_SLASH);
 	json_decref(data);
 	if (!js) {
@@ -248,7 +270,7 @@ static int write_page(const char *out, json_t *report, json_t *trace, json_t *ev
 		free(js);
 		return EXIT_CANTCREAT;
 	}
-	bad = fputs(page_head, f) < 0 || fputs(js, f) < 0 || fputs(page_tail, f) < 0;
+	bad = fputs(page_head, f) < 0 || put_script_data(js, f) < 0 || fputs(page_tail, f) < 0;
 	free(js);
 	if (fclose(f) || bad) {
 		snprintf(err, errlen, "cannot write %s", out);

@@ -23,10 +23,28 @@ out=$("$NT" probes "$FAKE" 2>&1)
 check probes_profiler_api "no profiler plugin API v5 named: $(grep profiler <<<"$out")" -- \
 	grep -q '^profiler: *plugin API v5 ' <<<"$out"
 REAL=$(d=$(command -v nvcc) && dirname "$(dirname "$(readlink -f "$d")")")/lib/libnccl.so.2
+# the first plugin API each NCCL looks for (reference/nccl-versions.md): v5 in 2.28, v6 from 2.29
+api_of() {
+	case $1 in
+	2.2[0-2].*|2.1[0-9].*) echo 0 ;;
+	2.23.*) echo 1 ;;
+	2.24.*|2.25.*) echo 2 ;;
+	2.26.*) echo 3 ;;
+	2.27.*) echo 4 ;;
+	2.28.*) echo 5 ;;
+	*) echo 6 ;;
+	esac
+}
 if [ -r "$REAL" ]; then
 	out=$("$NT" probes "$REAL" 2>&1)
-	check probes_real_profiler_api "the real $REAL: $(grep profiler <<<"$out")" -- \
-		grep -q '^profiler: *plugin API v5 (ncclProfiler_v5 first)' <<<"$out"
+	v=$(sed -n 's/^version: *//p' <<<"$out")
+	api=$(api_of "$v")
+	if [ -z "$v" ] || [ "$api" -lt 1 ]; then
+		skip probes_real_profiler_api "the real $REAL is NCCL '${v:-unknown}': no profiler plugin API before 2.23"
+	else
+		check probes_real_profiler_api "the real $REAL (NCCL $v, want v$api): $(grep profiler <<<"$out")" -- \
+			grep -q "^profiler: *plugin API v$api (ncclProfiler_v$api first)" <<<"$out"
+	fi
 else
 	skip probes_real_profiler_api "no CUDA toolkit libnccl.so.2 here"
 fi

@@ -221,7 +221,6 @@ static const char page_tail[] =
 	" fl.appendChild(b); });\n"
 	"</script>\n</body></html>\n";
 
-/* the page of report, its trace and finding events (all taken over) */
 /*
  * The JSON inside the page's data script, with no '<' at all (written \u003c, the same string to
  * JSON.parse): the job's text can then neither end the script ("</script>") nor put the HTML
@@ -245,6 +244,7 @@ static int put_script_data(const char *js, FILE *f)
 	return 0;
 }
 
+/* the page of report, its trace and finding events (all taken over) */
 static int write_page(const char *out, json_t *report, json_t *trace, json_t *events, char *err,
 		      size_t errlen)
 {

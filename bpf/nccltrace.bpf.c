@@ -81,13 +81,17 @@ static __always_inline bool tgid_traced(__u32 tgid)
 /*
  * The intake's bound: NCCL records a second each traced process may send, a quarter of that
  * for each other class (enum nt_budget_class), and all processes together 16 times that; set
- * before the load
+ * before the load. Each is a token bucket: it fills at that rate up to an eighth of a second's
+ * worth, so a flood sends at most that burst at once, then the rate. (A window of a second let
+ * a flood send its whole second in a few ms: one process's 4096 NCCL records are 1.4 MB, over
+ * the 1 MiB ring buffer while the tick ran.) A real job's busiest second, 8 ranks of the
+ * wheel's NCCL at init, is about 280 records a rank.
  */
 const volatile __u32 budget_per_s = NT_BUDGET_DEFAULT;
 
 struct nt_budget {
-	__u64 window_ns; /* the start of the current second */
-	__u64 count;	 /* records sent in it */
+	__u64 fill_ns; /* the tokens are counted up to this time */
+	__s64 tokens;  /* records it may send now */
 };
 
 struct {
@@ -106,13 +110,14 @@ struct {
 } supp_probe SEC(".maps");
 
 /*
- * One more record of this key's window: false if over limit. Several CPUs may share a key:
- * the count is atomic; two may both start a new window, which at most doubles one second's
- * share, still a bound.
+ * One more record of this key's bucket (rate records a second, at most burst at once): false if
+ * it is empty. Several CPUs may share a key: the take is atomic; two may both fill it for the
+ * same time, which at most doubles one fill, still a bound.
  */
-static __always_inline bool budget_take(__u64 key, __u64 limit, __u64 now)
+static __always_inline bool budget_take(__u64 key, __u64 rate, __u64 now)
 {
-	struct nt_budget *b = bpf_map_lookup_elem(&budget, &key), z = {now, 0};
+	__u64 burst = rate / 8 ? rate / 8 : 1, ns_per = 1000000000ULL / rate, n;
+	struct nt_budget *b = bpf_map_lookup_elem(&budget, &key), z = {now, (__s64)burst};
 
 	if (!b) {
 		bpf_map_update_elem(&budget, &key, &z, BPF_NOEXIST);
@@ -120,11 +125,19 @@ static __always_inline bool budget_take(__u64 key, __u64 limit, __u64 now)
 		if (!b)
 			return true; /* no room to count: sent, as before there was a bound */
 	}
-	if (now - b->window_ns >= 1000000000ULL) {
-		b->window_ns = now;
-		b->count = 0;
+	if (now > b->fill_ns) {
+		n = (now - b->fill_ns) / (ns_per ? ns_per : 1);
+		if (n >= burst || b->tokens + (__s64)n >= (__s64)burst) {
+			b->tokens = burst;
+			b->fill_ns = now;
+		} else if (n) {
+			__sync_fetch_and_add(&b->tokens, n);
+			b->fill_ns += n * ns_per; /* the fraction of a token carries on */
+		}
 	}
-	return __sync_fetch_and_add(&b->count, 1) < limit;
+	if (b->tokens <= 0)
+		return false; /* empty: not taken, or a flood would run it ever further below 0 */
+	return __sync_fetch_and_add(&b->tokens, -1) > 0;
 }
 
 /* May tgid send one more record of class cls? If not, it is counted as suppressed. */

@@ -8,7 +8,7 @@
 # shrunk until records are lost still names it, and says what was lost. A flood of every
 # record class (NCCL probe hits, TCP state changes, processes) is held to the budget, counted as
 # suppressed, and the tick keeps its period.
-# checks: 64
+# checks: 65
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -149,6 +149,12 @@ check budget_warned "no warning on stderr: $(grep -c 'over the budget' "$TMP/bud
 	grep -q 'records over the budget of 64 NCCL records a second' "$TMP/budget.out"
 check budget_records_bounded "$(jq -s '[.[] | select(.type=="conn_state")] | length' "$D") TCP records in 4 s" -- \
 	jqe '[.[] | select(.type=="conn_state")] | length <= 4 * 2 * 16' -s "$D"
+# a token bucket, not a window of a second: at most an eighth of a second's records at once (a
+# window let a flood send its second's 4096 NCCL records in a few ms, over the ring buffer)
+burst=$(jq -r 'select(.type=="conn_state") | .ts_ns' "$D" |
+	awk '{ t[NR] = $1; while (t[NR] - t[j + 1] > 125e6) j++; if (NR - j > m) m = NR - j } END { print m + 0 }')
+check budget_burst_bounded "$burst TCP records in 125 ms, want <= 4 (16 a second: 2 at once, 2 more in 125 ms)" -- \
+	test "$burst" -le 4
 out=$("$NT" run --record-budget 0 -- true 2>&1)
 rc=$?
 check budget_bad_value "exit $rc: $out" -- error_is 64 $rc "$out"

@@ -8,7 +8,7 @@
 # shrunk until records are lost still names it, and says what was lost. A flood of every
 # record class (NCCL probe hits, TCP state changes, processes) is held to the budget, counted as
 # suppressed, and the tick keeps its period.
-# checks: 65
+# checks: 66
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -114,6 +114,10 @@ ft=$(footer "$D")
 echo "# flood: $(grep floodjob: "$TMP/flood.out"); $(jq -c '{lost, suppressed, cpu: .totals.tracer_cpu_s, rss_kib: .totals.tracer_maxrss_kib}' <<<"$ft"), dump $(($(stat -c %s "$D") / 1000)) kB, longest gap between snapshots $(snapshot_gap_ms "$D") ms"
 check flood_ran "exit $rc: $(tail -2 "$TMP/flood.out")" -- \
 	grep -qE 'floodjob: pid [0-9]+: [1-9][0-9]* NCCL calls, [1-9][0-9]* connections, [1-9][0-9]* processes' "$TMP/flood.out"
+# a healthy job: a connection whose close record was over the budget is closed all the same (the
+# conns map is the truth: each tick's walk closes what left it; before, a connect left "unanswered")
+check flood_no_finding "findings: $(findings "$D" | jq -c 'map({kind, summary})')" -- \
+	test "$(findings "$D" | jq length)" -eq 0
 check flood_nccl_suppressed "suppressed: $(jq -c '.suppressed' <<<"$ft")" -- \
 	jqe '.suppressed.nccl > 0 and .suppressed.by_probe.api_get_last_error == .suppressed.nccl' <<<"$ft"
 check flood_conn_suppressed "suppressed: $(jq -c '.suppressed' <<<"$ft")" -- \

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "model/conns.h"
+#include "model/model.h"
+#include "model/sockseed.h"
 #include "testutil.h"
 
 static struct nt_tuple tuple4(const char *sa, uint16_t sp, const char *da, uint16_t dp)
@@ -259,6 +261,53 @@ static void test_many_pairs(void **state)
 	free(c);
 }
 
+/* the open connection of the model under id, or NULL */
+static const struct snap_conn *open_conn(struct model *m, uint64_t id)
+{
+	struct snapshot s = {0};
+
+	model__snapshot(m, 1, &s);
+	for (int i = 0; i < s.nconns; i++)
+		if (s.conns[i].id == id && !s.conns[i].closed)
+			return &s.conns[i];
+	return NULL;
+}
+
+/*
+ * A connect told by its record (SYN_SENT), its close record over the budget or lost: gone from
+ * the kernel's map at the next walk, it is closed then; before, a connect "unanswered" for ever
+ * (a false conn_error in a healthy flood). What the walk sees stays open, and so does a seed.
+ */
+static void test_walk_closes_what_left_the_map(void **state)
+{
+	const uint64_t gone = 0xffff888100001000ULL, kept = 0xffff888100002000ULL,
+		       seed = sockseed_id(4242);
+	struct model *m = model__new();
+	struct nt_conn c = {.tgid = 100, .state = 2 /* SYN_SENT */, .first_ns = 10};
+
+	(void)state;
+	assert_non_null(m);
+	c.t = tuple4("127.0.0.1", 0, "127.0.0.1", 60121);
+	model__conn_update(m, gone, &c, false); /* from a record, between two ticks */
+	model__conn_update(m, kept, &c, false);
+	model__conn_update(m, seed, &c, false); /* sock_diag's, at the attach */
+	model__conns_walk_begin(m);
+	c.state = 1; /* ESTABLISHED */
+	model__conn_update(m, kept, &c, false); /* the map has it */
+	assert_int_equal(model__conns_walk_end(m, 5000), 1);
+	assert_null(open_conn(m, gone));
+	assert_non_null(open_conn(m, kept));
+	assert_non_null(open_conn(m, seed));
+	/* a new connection told between walks is open until a walk misses it */
+	model__conn_update(m, gone + 64, &c, false);
+	assert_non_null(open_conn(m, gone + 64));
+	model__conns_walk_begin(m);
+	model__conn_update(m, kept, &c, false);
+	assert_int_equal(model__conns_walk_end(m, 6000), 1);
+	assert_null(open_conn(m, gone + 64));
+	model__free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_self_connection),
 		cmocka_unit_test(test_unrelated_stay_unmapped),
 		cmocka_unit_test(test_many_pairs),
+		cmocka_unit_test(test_walk_closes_what_left_the_map),
 	};
 
 	return cmocka_run_group_tests_name("conns", tests, NULL, NULL);

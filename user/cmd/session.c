@@ -351,8 +351,10 @@ void session_tick(struct session *s, bool force_snapshot)
 	int n;
 
 	tracer__poll(s->tracer);
+	model__conns_walk_begin(s->model);
 	tracer__each_conn(s->tracer, conn_from_map, s);
 	now = clock_mono_ns();
+	model__conns_walk_end(s->model, now);
 	if (s->attached)
 		session_seeds_tick(s, now);
 	model__refresh(s->model, now, on_identity, s);

@@ -7,6 +7,7 @@
 #include "model/conns.h"
 #include "util/fmt.h"
 #include "model/model.h"
+#include "model/sockseed.h"
 #include "trace/procfs.h"
 #include "util/grow.h"
 
@@ -40,6 +41,8 @@ struct model {
 	struct snap_conn *conns;
 	int nconns, cap_conns;
 	int nsorted; /* conns[0..nsorted) are sorted by id */
+	uint32_t walk;	/* the current or last walk of the conns map (snap_conn.walk) */
+	bool walking;
 	struct snap_proc *snap_procs;
 };
 
@@ -222,6 +225,8 @@ void model__conn_update(struct model *m, uint64_t sk, const struct nt_conn *c, b
 	}
 	m->conns[i].c = *c;
 	m->conns[i].pid = c->tgid;
+	if (m->walking)
+		m->conns[i].walk = m->walk;
 	if (closed) {
 		m->conns[i].closed = true;
 		m->conns[i].closed_ns = c->state_ns;
@@ -239,6 +244,31 @@ void model__conn_forget(struct model *m, uint64_t id)
 	m->nconns--;
 	if (i < m->nsorted)
 		m->nsorted--;
+}
+
+void model__conns_walk_begin(struct model *m)
+{
+	m->walk++;
+	m->walking = true;
+}
+
+int model__conns_walk_end(struct model *m, uint64_t now)
+{
+	int n = 0;
+
+	m->walking = false;
+	for (int i = 0; i < m->nconns; i++) {
+		struct snap_conn *c = &m->conns[i];
+
+		/* sock_diag's seeds (attach) are not the map's until it has them */
+		if (c->closed || c->walk == m->walk || sockseed_is_id(c->id))
+			continue;
+		c->closed = true;
+		c->closed_ns = now;
+		c->c.state = 7; /* TCP_CLOSE */
+		n++;
+	}
+	return n;
 }
 
 /* Drop old closed connections, then restore the sort order. */

@@ -46,6 +46,15 @@ void model__conn_update(struct model *m, uint64_t sk, const struct nt_conn *c, b
 void model__conn_forget(struct model *m, uint64_t id);
 
 /*
+ * A walk of the kernel's conns map: between begin and end, each model__conn_update() is the
+ * map's. The map is the truth of what is open (an entry leaves it at the close): end closes, as
+ * of now, every connection the BPF side told of that the walk did not see, whose close record
+ * was lost or over the budget. The number closed so.
+ */
+void model__conns_walk_begin(struct model *m);
+int model__conns_walk_end(struct model *m, uint64_t now);
+
+/*
  * Read /proc for the live processes (state, CPU, where they wait, environment once after
  * exec if not read yet), find threads blocked on traced sockets, join connection ends. now is
  * CLOCK_MONOTONIC. Returns the pids whose rank identity just became known, through cb, exited

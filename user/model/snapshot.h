@@ -204,7 +204,8 @@ struct snap_conn {
 	struct nt_conn c;
 	int pid;      /* owner tgid */
 	int peer_pid; /* traced process on the other end, -1 if none or unknown */
-	bool closed;  /* seen going to CLOSE */
+	bool closed;  /* seen going to CLOSE, or gone from the kernel's conns map */
+	uint32_t walk; /* the model's: the last walk of the conns map that saw it */
 	uint64_t closed_ns;
 	const char *nccl_label; /* NCCL's name for it ("bootstrap (bootstrap)"), NULL if none */
 	int blocked_tid;	/* a thread blocked in a call on this socket, 0 if none */

@@ -36,6 +36,12 @@ static inline uint64_t sockseed_id(uint64_t ino)
 	return ino | (1ULL << 63);
 }
 
+/* a seed's id: bit 63 alone of the top two (a kernel address has both) */
+static inline bool sockseed_is_id(uint64_t id)
+{
+	return id >> 62 == 2;
+}
+
 /* 0 or -ENOMEM; a known inode is not added again */
 int sockseeds_add(struct sockseeds *s, int pid, const struct nt_conn *c);
 struct sockseed *sockseeds_find(const struct sockseeds *s, uint64_t ino);

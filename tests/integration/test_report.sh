@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace report on good, corrupt, truncated and missing dumps: clear errors, never a crash.
-# checks: 9
+# checks: 11
 . "$(dirname "$0")/lib.sh"
 
 need_bpf report || end_checks
@@ -13,6 +13,21 @@ check report_json_contract "fields missing: $out" -- jqe '.findings[0] |
 	has("kind") and has("rank") and has("peer_rank") and has("phase") and has("since_s") and
 	has("summary") and (.evidence|type=="array") and (.settings|type=="object")' <<<"$out"
 check report_text "text report has no finding line" -- bash -c "'$NT' report '$D' | grep -q '^#1 stall'"
+
+# the progress strips: the culprit's row moves, then nothing by the time its finding opens (a
+# column of 0 at or before the next after the opening's); its row says #1, the findings row 1
+progress_gap() {
+	jqe '((.findings[0].opened_ns - .start_ns) / 1e9) as $at | .ranks[] | select(.rank == 0) |
+		.progress as $p | (($at - $p.from_s) / $p.column_s | floor) as $c |
+		[range(1; [$c + 2, ($p.bytes_per_s | length)] | min) |
+			select($p.bytes_per_s[.] == 0 and ($p.bytes_per_s[0:.] | max) > 0)] | length > 0' <<<"$out"
+}
+check progress_gap "rank 0's progress: $(jq -c '.ranks[] | select(.rank == 0) | .progress' <<<"$out"), opened $(jq '.findings[0].opened_ns - .start_ns' <<<"$out") ns in" -- \
+	progress_gap
+txt=$(LANG=C "$NT" report "$D")
+check progress_rows "report: $(grep -A4 '^progress' <<<"$txt")" -- \
+	bash -c 'grep -qE "^  rank 0 #1 +\|[ .:=+*#@-]+\|$" <<<"$1" && grep -qE "^  rank 1 +\|" <<<"$1" &&
+		grep -qE "^  findings +\| *1 *\|" <<<"$1"' _ "$txt"
 
 # corrupt in the middle
 { head -3 "$D"; echo '{"type": broken'; tail -n +4 "$D"; } >"$TMP/corrupt.jsonl"

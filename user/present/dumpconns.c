@@ -18,15 +18,31 @@ static struct dump_conn *get(struct dump_conns *d, const char *id)
 	return &d->v[d->n++];
 }
 
+static struct dump_moved *moved(struct dump_conns *d, int pid)
+{
+	for (int k = 0; k < d->nm; k++)
+		if (d->m[k].pid == pid)
+			return &d->m[k];
+	if (grow(&d->m, &d->capm, d->nm, sizeof(*d->m), 16))
+		return NULL;
+	d->m[d->nm] = (struct dump_moved){.pid = pid};
+	return &d->m[d->nm++];
+}
+
 int dump_conns_update(struct dump_conns *d, json_t *snapshot)
 {
 	size_t i;
 	json_t *v;
 
+	for (int k = 0; k < d->nm; k++)
+		d->m[k].changed = false;
 	json_array_foreach(json_object_get(snapshot, "conns"), i, v)
 	{
 		const char *id = json_string_value(json_object_get(v, "id"));
+		long long sent = json_integer_value(json_object_get(v, "bytes_sent")),
+			  recv = json_integer_value(json_object_get(v, "bytes_recv")), rise;
 		struct dump_conn *c;
+		struct dump_moved *m;
 
 		if (!id || json_is_true(json_object_get(v, "listener")))
 			continue;
@@ -34,9 +50,17 @@ int dump_conns_update(struct dump_conns *d, json_t *snapshot)
 		if (!c)
 			return -ENOMEM;
 		c->pid = (int)json_integer_value(json_object_get(v, "pid"));
-		c->sent = json_integer_value(json_object_get(v, "bytes_sent"));
-		c->recv = json_integer_value(json_object_get(v, "bytes_recv"));
+		rise = (sent >= c->sent ? sent - c->sent : sent) +
+		       (recv >= c->recv ? recv - c->recv : recv);
+		c->sent = sent;
+		c->recv = recv;
 		c->retrans = json_integer_value(json_object_get(v, "retrans"));
+		if (rise > 0) {
+			if (!(m = moved(d, c->pid)))
+				return -ENOMEM;
+			m->bytes += rise;
+			m->changed = true;
+		}
 	}
 	return 0;
 }
@@ -58,5 +82,6 @@ struct dump_conn_sum dump_conns_of(const struct dump_conns *d, int pid)
 void dump_conns_free(struct dump_conns *d)
 {
 	free(d->v);
+	free(d->m);
 	memset(d, 0, sizeof(*d));
 }

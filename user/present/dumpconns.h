@@ -7,6 +7,7 @@
 #define NT_DUMPCONNS_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 struct dump_conn {
 	char id[24];
@@ -14,12 +15,24 @@ struct dump_conn {
 	long long sent, recv, retrans;
 };
 
+/* the bytes a process's connections moved, sent and received, as the snapshots came */
+struct dump_moved {
+	int pid;
+	long long bytes;
+	bool changed; /* by the last snapshot taken */
+};
+
 struct dump_conns {
 	struct dump_conn *v;
 	int n, cap;
+	struct dump_moved *m;
+	int nm, capm;
 };
 
-/* Take the connections of a snapshot record; 0 or -ENOMEM. */
+/*
+ * Take the connections of a snapshot record; 0 or -ENOMEM. A connection's counts that went
+ * down are a new connection under an old id: all it counts is moved.
+ */
 int dump_conns_update(struct dump_conns *d, json_t *snapshot);
 
 struct dump_conn_sum {

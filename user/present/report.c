@@ -7,6 +7,7 @@
 #include "present/convert.h"
 #include "present/dump.h"
 #include "present/dumpconns.h"
+#include "present/heat.h"
 #include "present/stackrec.h"
 #include "util/fmt.h"
 #include "present/report.h"
@@ -147,6 +148,10 @@ struct rank_ctx {
 	json_t *ranks; /* [{rank, pid, ...}] */
 	struct dump_conns conns;
 	json_t *logs; /* pid -> what NCCL's log told */
+	struct heat heat; /* each process's bytes moved, at each snapshot */
+	uint64_t start_ns, first_ns, last_ns; /* the dump's; the snapshots' */
+	int nsnap;
+	bool nomem;
 };
 
 static json_t *rank_entry(json_t *ranks, int pid)
@@ -224,7 +229,19 @@ static int collect_ranks(void *ctx, json_t *rec, int line)
 		json_object_set_new(r, "ended", json_string(how));
 		json_object_set(r, "ended_ns", json_object_get(rec, "ts_ns"));
 	} else if (!strcmp(type, "snapshot")) {
-		dump_conns_update(&c->conns, rec);
+		uint64_t ts = (uint64_t)json_integer_value(json_object_get(rec, "ts_ns"));
+
+		if (dump_conns_update(&c->conns, rec))
+			c->nomem = true;
+		/* every process at every snapshot: a total that stayed is a stretch of nothing */
+		for (int k = 0; k < c->conns.nm; k++)
+			if (heat_add(&c->heat, c->conns.m[k].pid, ts, c->conns.m[k].bytes))
+				c->nomem = true;
+		c->nsnap++;
+		if (ts && (!c->first_ns || ts < c->first_ns))
+			c->first_ns = ts;
+		if (ts > c->last_ns)
+			c->last_ns = ts;
 	} else if (!strncmp(type, "ib_", 3)) {
 		ib_tally(c->ranks, rec, type);
 	} else if (!strcmp(type, "nccl_log")) {
@@ -273,10 +290,39 @@ static void add_timelines(json_t *ranks, json_t *trace, uint64_t start)
 	}
 }
 
+#define HEAT_COLS 60
+
+/*
+ * A rank's bytes a second from the first snapshot to the last, in up to HEAT_COLS columns of
+ * at least half a snapshot's interval (about a second)
+ */
+static void add_progress(json_t *r, const struct rank_ctx *c)
+{
+	int ncols = 2 * (c->nsnap - 1) < HEAT_COLS ? 2 * (c->nsnap - 1) : HEAT_COLS;
+	double v[HEAT_COLS];
+	json_t *a;
+
+	if (!heat_columns(&c->heat, (int)json_integer_value(json_object_get(r, "pid")),
+			  c->first_ns, c->last_ns, ncols, v))
+		return;
+	a = json_array();
+	for (int i = 0; i < ncols; i++)
+		json_array_append_new(a, json_real(v[i]));
+	json_object_set_new(r, "progress",
+			    json_pack("{s:f,s:f,s:o}", "from_s",
+				      (double)(c->first_ns - c->start_ns) / 1e9, "column_s",
+				      (double)(c->last_ns - c->first_ns) / 1e9 / ncols,
+				      "bytes_per_s", a));
+}
+
 /* Ranks with their timelines and connection totals; NULL with err on a bad dump. */
 json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 {
-	struct rank_ctx c = {.ranks = json_array(), .logs = json_object()};
+	struct rank_ctx c = {
+		.ranks = json_array(),
+		.logs = json_object(),
+		.start_ns = (uint64_t)json_integer_value(json_object_get(header, "start_ns")),
+	};
 	json_t *trace, *r;
 	size_t i;
 
@@ -284,6 +330,7 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		json_decref(c.ranks);
 		json_decref(c.logs);
 		dump_conns_free(&c.conns);
+		heat_free(&c.heat);
 		return NULL;
 	}
 	reportlog_merge(c.ranks, c.logs);
@@ -297,8 +344,11 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		json_object_set_new(r, "bytes_sent", json_integer(sum.sent));
 		json_object_set_new(r, "bytes_recv", json_integer(sum.recv));
 		json_object_set_new(r, "retrans", json_integer(sum.retrans));
+		if (!c.nomem)
+			add_progress(r, &c);
 	}
 	dump_conns_free(&c.conns);
+	heat_free(&c.heat);
 	trace = convert_dump(path, true, err, errlen);
 	if (!trace) {
 		json_decref(c.ranks);
@@ -447,6 +497,113 @@ static void print_suppressed(json_t *sup)
 	printf("\n");
 }
 
+#define HEAT_ROWS 64
+
+/* one row's values: a rank's, or the least of a group's (a hang shows in its slowest rank) */
+static int progress_row(json_t *ranks, size_t from, size_t to, double *v)
+{
+	int n = 0;
+
+	for (size_t i = from; i < to; i++) {
+		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
+					    "bytes_per_s");
+
+		if (i == from)
+			n = (int)json_array_size(b);
+		for (int k = 0; k < n && k < HEAT_COLS; k++) {
+			double x = json_number_value(json_array_get(b, (size_t)k));
+
+			v[k] = i == from || x < v[k] ? x : v[k];
+		}
+	}
+	return n < HEAT_COLS ? n : HEAT_COLS;
+}
+
+/* "rank 1 #1": a rank, and the findings that name it the culprit */
+static void culprit_label(json_t *r, json_t *rank, char *out, size_t len)
+{
+	json_t *f;
+	size_t i;
+	int o = snprintf(out, len, "rank %lld",
+			 (long long)json_integer_value(json_object_get(rank, "rank")));
+
+	json_array_foreach(json_object_get(r, "findings"), i, f)
+	{
+		if (json_is_integer(json_object_get(f, "pid")) &&
+		    json_integer_value(json_object_get(f, "pid")) ==
+			    json_integer_value(json_object_get(rank, "pid")) &&
+		    o > 0 && (size_t)o < len)
+			o += snprintf(out + o, len - (size_t)o, " #%lld",
+				      (long long)json_integer_value(json_object_get(f, "id")));
+	}
+}
+
+/*
+ * Above the findings: a strip per rank of the bytes a second it moved, time across (a row per
+ * group of ranks, the least of them, past HEAT_ROWS ranks), and where each finding opened.
+ */
+static void print_progress(json_t *r)
+{
+	json_t *ranks = json_object_get(r, "ranks"), *p, *f;
+	size_t nr = json_array_size(ranks), per = (nr + HEAT_ROWS - 1) / HEAT_ROWS, i;
+	bool utf8 = heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
+	double v[HEAT_COLS], max = 0, col_s, from_s;
+	char strip[HEAT_COLS * 3 + 1], mb[24], mark[HEAT_COLS + 1];
+	int ncols;
+
+	if (!nr || !(p = json_object_get(json_array_get(ranks, 0), "progress")))
+		return;
+	col_s = json_number_value(json_object_get(p, "column_s"));
+	from_s = json_number_value(json_object_get(p, "from_s"));
+	for (i = 0; i < nr; i++) {
+		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
+					    "bytes_per_s"), *x;
+		size_t k;
+
+		json_array_foreach(b, k, x) if (json_number_value(x) > max) max =
+			json_number_value(x);
+	}
+	if (max <= 0 || col_s <= 0)
+		return;
+	printf("\nprogress: bytes a second each rank moved, a column %.2fs from %.1fs (%s %s a "
+	       "second; blank: nothing; #N: finding N's culprit)%s:\n",
+	       col_s, from_s, utf8 ? "\u2588" : "@", fmt_bytes((uint64_t)max, mb, sizeof(mb)),
+	       per > 1 ? ", the least of each row's ranks" : "");
+	for (i = 0; i < nr; i += per) {
+		char label[32];
+		size_t last = i + per < nr ? i + per : nr;
+
+		ncols = progress_row(ranks, i, last, v);
+		heat_strip(v, ncols, max, utf8, strip, sizeof(strip));
+		if (per > 1)
+			snprintf(label, sizeof(label), "ranks %lld-%lld",
+				 (long long)json_integer_value(
+					 json_object_get(json_array_get(ranks, i), "rank")),
+				 (long long)json_integer_value(
+					 json_object_get(json_array_get(ranks, last - 1), "rank")));
+		else
+			culprit_label(r, json_array_get(ranks, i), label, sizeof(label));
+		printf("  %-13s |%s|\n", label, strip);
+	}
+	/* where each finding opened: its number, in the column of its time */
+	ncols = (int)json_array_size(json_object_get(p, "bytes_per_s"));
+	memset(mark, ' ', sizeof(mark));
+	mark[ncols < HEAT_COLS ? ncols : HEAT_COLS] = '\0';
+	json_array_foreach(json_object_get(r, "findings"), i, f)
+	{
+		double at = (double)(json_integer_value(json_object_get(f, "opened_ns")) -
+				     json_integer_value(json_object_get(r, "start_ns"))) /
+			    1e9;
+		int c = (int)((at - from_s) / col_s);
+
+		if (json_is_integer(json_object_get(f, "opened_ns")) && c >= 0 &&
+		    c < (int)strlen(mark))
+			mark[c] = i < 9 ? (char)('1' + i) : '+';
+	}
+	if (strspn(mark, " ") < strlen(mark))
+		printf("  %-13s |%s| the findings' numbers, where each opened\n", "findings", mark);
+}
+
 static void print_report(json_t *r)
 {
 	json_t *fs = json_object_get(r, "findings"), *f, *cmd = json_object_get(r, "cmd"), *e;
@@ -460,7 +617,12 @@ static void print_report(json_t *r)
 		       (long long)json_integer_value(json_object_get(r, "exit_status")));
 	else
 		printf("the dump has no footer: the tracer did not finish (killed?)\n");
-	printf("%zu finding%s\n", json_array_size(fs), json_array_size(fs) == 1 ? "" : "s");
+	print_progress(r);
+	printf("%s%zu finding%s\n", json_object_get(json_array_get(json_object_get(r, "ranks"), 0),
+						   "progress")
+					  ? "\n"
+					  : "",
+	       json_array_size(fs), json_array_size(fs) == 1 ? "" : "s");
 	json_array_foreach(fs, i, f)
 	{
 		/* early: seen at the job's own rhythm, below -t; transient: over before -t */

@@ -272,6 +272,8 @@ static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errl
 			size_t j;
 
 			json_object_set_new(e, "host", json_string(d[i].host));
+			/* its columns are its own dump's: not drawn beside another host's yet */
+			json_object_del(e, "progress");
 			if (json_is_number(json_object_get(e, "ended_s")))
 				json_object_set_new(
 					e, "ended_s",

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace report on good, corrupt, truncated and missing dumps: clear errors, never a crash.
-# checks: 11
+# checks: 12
 . "$(dirname "$0")/lib.sh"
 
 need_bpf report || end_checks
@@ -28,6 +28,23 @@ txt=$(LANG=C "$NT" report "$D")
 check progress_rows "report: $(grep -A4 '^progress' <<<"$txt")" -- \
 	bash -c 'grep -qE "^  rank 0 #1 +\|[ .:=+*#@-]+\|$" <<<"$1" && grep -qE "^  rank 1 +\|" <<<"$1" &&
 		grep -qE "^  findings +\| *1 *\|" <<<"$1"' _ "$txt"
+
+# 70 ranks (synthetic: a snapshot a second for 12 s, rank 33's bytes stop at 6 s): rows of two
+# ranks each, drawn as the least of the two, so rank 33's row goes blank and the others do not
+# (%.0f: mawk's %d stops at 2^31)
+awk 'BEGIN { t0 = 1000000000000; s = 1000000000
+	printf "{\"nccltrace\":1,\"version\":\"t\",\"host\":\"h\",\"start_ns\":%.0f,\"cmd\":[\"x\"]}\n", t0
+	for (r = 0; r < 70; r++) printf "{\"type\":\"rank\",\"ts_ns\":%.0f,\"pid\":%d,\"rank\":%d}\n", t0, 1000 + r, r
+	for (k = 1; k <= 12; k++) {
+		printf "{\"type\":\"snapshot\",\"ts_ns\":%.0f,\"procs\":[],\"conns\":[", t0 + k * s
+		for (r = 0; r < 70; r++) printf "%s{\"id\":\"c%d\",\"pid\":%d,\"bytes_sent\":%d,\"bytes_recv\":0,\"listener\":false}", r ? "," : "", r, 1000 + r, (r == 33 && k > 6 ? 6 : k) * 1000000
+		printf "]}\n"
+	}
+	printf "{\"type\":\"footer\",\"ts_ns\":%.0f,\"exit_status\":0}\n", t0 + 13 * s }' >"$TMP/r70.jsonl"
+txt=$(LANG=C "$NT" report "$TMP/r70.jsonl" 2>&1)
+check progress_groups "report: $(grep -A3 '^progress' <<<"$txt"; grep -E '^  ranks 3[2-5]-' <<<"$txt")" -- \
+	bash -c 'test "$(grep -cE "^  ranks [0-9]+-[0-9]+ +\|" <<<"$1")" -eq 35 &&
+		grep -qE "^  ranks 32-33 +\|@{10} +\|$" <<<"$1" && grep -qE "^  ranks 34-35 +\|@{22}\|$" <<<"$1"' _ "$txt"
 
 # corrupt in the middle
 { head -3 "$D"; echo '{"type": broken'; tail -n +4 "$D"; } >"$TMP/corrupt.jsonl"

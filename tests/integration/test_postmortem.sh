@@ -3,8 +3,9 @@
 # Post-mortem on a real dump (the fake NCCL job, a rank stalled in the middle of its
 # collectives, --collectives): the text report's rank timelines, the Perfetto trace (valid,
 # complete, slices never overlapping on a track, in time order), and the HTML timeline rendered
-# by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row).
-# checks: 27
+# by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row, the
+# heat map of bytes moved under the phases, with a gap on the culprit's row).
+# checks: 29
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -86,4 +87,12 @@ check html_stall_not_elsewhere "a stall on another rank's row" -- \
 	bash -c "! sed 's/class=\"row\"/\n&/g' <<<\"\$1\" | grep -E '^class=\"row\" data-rank=\"[02]\"' | grep -q 'class=\"stall\"'" _ "$dom"
 check html_phases "no phase slices drawn" -- test "$(grep -o 'class="slice"' <<<"$dom" | wc -l)" -ge 9
 check html_finding "the finding is not listed" -- grep -q 'STALL rank 1' <<<"$dom"
+# the heat map under the phases: cells where each rank moved bytes, and on the culprit's row a
+# gap (columns with nothing moved) between its first cell and its last: the stall
+heat_cols() { sed 's/class="row"/\n&/g' <<<"$dom" | grep "^class=\"row\" data-rank=\"$1\"" |
+	grep -o 'class="heat" data-col="[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' | tr '\n' ' '; }
+check html_heat_rows "heat cells per row: 0: $(heat_cols 0)/ 1: $(heat_cols 1)/ 2: $(heat_cols 2)" -- \
+	test -n "$(heat_cols 0)" -a -n "$(heat_cols 1)" -a -n "$(heat_cols 2)"
+check html_heat_gap "rank 1's heat columns: $(heat_cols 1)" -- \
+	awk '{ if (NF >= 2 && $NF - $1 + 1 > NF) ok = 1 } END { exit !ok }' <<<"$(heat_cols 1)"
 end_checks

@@ -55,8 +55,9 @@ json_t *html_data(json_t *report, json_t *trace, json_t *finding_events)
 		double open[MAX_LANES + 8];
 		int depth = 0;
 
-		json_array_append_new(rows, json_pack("{s:I,s:I,s:O?}", "rank", rank, "pid", pid,
-						      "ended", json_object_get(r, "ended")));
+		json_array_append_new(rows, json_pack("{s:I,s:I,s:O?,s:O?}", "rank", rank, "pid",
+						      pid, "ended", json_object_get(r, "ended"),
+						      "progress", json_object_get(r, "progress")));
 		/* the main thread's phases, with their nesting depth (slices come in time order) */
 		json_array_foreach(ev, i, e)
 		{
@@ -134,6 +135,7 @@ static const char page_head[] =
 	"#ddd;font-family:monospace}\n"
 	".track{position:absolute;left:150px;right:0;top:0;bottom:0}\n"
 	".slice{position:absolute;height:11px;min-width:1px;border-radius:2px;opacity:.9}\n"
+	".heat{position:absolute;top:0;bottom:0}\n"
 	".stall{position:absolute;top:0;bottom:0;background:rgba(220,0,0,.18);"
 	"border-left:2px solid #d00;border-right:2px solid #d00;cursor:pointer}\n"
 	".stall.global{background:rgba(220,120,0,.12)}\n"
@@ -172,6 +174,16 @@ static const char page_tail[] =
 	" lab.appendChild(el('small', null, 'pid ' + r.pid + (r.ended ? ', ' + r.ended : '')));"
 	" row.appendChild(lab); const tr = el('div', 'track'); row.appendChild(tr);"
 	" tl.appendChild(row); rows.push(tr); });\n"
+	/* the heat map under the phases: a cell a column where the rank's connections moved
+	 * bytes, the darker the more against the job's most; none where nothing moved */
+	"const hmax = Math.max(0, ...D.ranks.flatMap(r => r.progress ? r.progress.bytes_per_s :"
+	" []));\n"
+	"D.ranks.forEach((r, k) => { const p = r.progress; if (!p || hmax <= 0) return;"
+	" p.bytes_per_s.forEach((v, i) => { if (!(v > 0)) return; const c = el('div', 'heat');"
+	" c.dataset.col = i; c.style.left = pct(p.from_s + i * p.column_s);"
+	" c.style.width = pct(p.column_s); c.style.background = 'rgba(30,110,200,' +"
+	" (0.08 + 0.5 * v / hmax).toFixed(3) + ')'; c.title = (v / 1048576).toFixed(2) +"
+	" ' MiB/s from ' + fmt(p.from_s + i * p.column_s); rows[k].appendChild(c); }); });\n"
 	"const names = new Set();\n"
 	"D.slices.forEach(([r, s, d, depth, name]) => { const e = el('div', 'slice');"
 	" e.style.left = pct(s); e.style.width = pct(d); e.style.top = (4 + 12 * depth) + 'px';"
@@ -190,6 +202,10 @@ static const char page_tail[] =
 	"for (let t = 0; t <= D.end_s; t += step) { const k = el('div', 'tick', fmt(t));"
 	" k.style.left = pct(t); ax.appendChild(k); }\n"
 	"const lg = document.getElementById('legend');"
+	" if (hmax > 0) { const s = el('span'); const i = el('i');"
+	" i.style.background = 'rgba(30,110,200,.58)'; s.appendChild(i); s.appendChild("
+	"document.createTextNode('bytes moved a second (the darker, the more; blank: nothing; "
+	"most ' + (hmax / 1048576).toFixed(1) + ' MiB/s)')); lg.appendChild(s); }"
 	" [...names].sort().forEach(n => { const s = el('span'); const i = el('i');"
 	" i.style.background = color(n); s.appendChild(i); "
 	"s.appendChild(document.createTextNode(n));"

@@ -3,7 +3,8 @@
 # How report, convert and report --html cope with a long dump: a synthetic one of RANKS ranks
 # traced for HOURS hours (a snapshot a second with 4 connections per rank, setup phases, a
 # stall in the middle, optionally a collective launch every 100 ms per rank), timed; the HTML
-# rendered by headless Chromium when there is one.
+# rendered by headless Chromium when there is one. Times and byte counts are printed %.0f: mawk,
+# Debian's awk, prints %d of anything past 2^31 as 2147483647.
 #   scripts/bench-postmortem.sh [RANKS] [HOURS] [COLLECTIVES_PER_S]
 set -eu
 cd "$(dirname "$0")/.."
@@ -16,37 +17,37 @@ trap 'rm -rf "$W"' EXIT
 D=$W/long.jsonl
 awk -v R="$RANKS" -v H="$HOURS" -v CPS="$CPS" 'BEGIN {
 	t0 = 1000000000000; S = int(H * 3600); sec = 1000000000;
-	printf "{\"nccltrace\":1,\"version\":\"bench\",\"host\":\"bench\",\"start_ns\":%d,\"cmd\":[\"synthetic\"]}\n", t0;
+	printf "{\"nccltrace\":1,\"version\":\"bench\",\"host\":\"bench\",\"start_ns\":%.0f,\"cmd\":[\"synthetic\"]}\n", t0;
 	for (r = 0; r < R; r++) {
 		pid = 1000 + r;
-		printf "{\"type\":\"rank\",\"ts_ns\":%d,\"pid\":%d,\"rank\":%d}\n", t0 + sec, pid, r;
+		printf "{\"type\":\"rank\",\"ts_ns\":%.0f,\"pid\":%d,\"rank\":%d}\n", t0 + sec, pid, r;
 		split("init bootstrap topology|transport init|ring setup|transport setup|proxy connect", ph, "|");
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"comm_init\",\"event\":\"enter\",\"phase\":\"init\"}\n", t0 + 2 * sec, pid, pid;
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"bootstrap_init\",\"event\":\"enter\",\"phase\":\"bootstrap\"}\n", t0 + 2 * sec + 1000000, pid, pid;
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"bootstrap_init\",\"event\":\"exit\",\"phase\":\"bootstrap\"}\n", t0 + 2 * sec + 90000000, pid, pid;
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"comm_init\",\"event\":\"exit\",\"phase\":\"init\"}\n", t0 + 2 * sec + 150000000, pid, pid;
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"ring_connect\",\"event\":\"enter\",\"phase\":\"ring setup\"}\n", t0 + 3 * sec, pid, pid;
-		printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"ring_connect\",\"event\":\"exit\",\"phase\":\"ring setup\"}\n", t0 + 3 * sec + 200000000, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"comm_init\",\"event\":\"enter\",\"phase\":\"init\"}\n", t0 + 2 * sec, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"bootstrap_init\",\"event\":\"enter\",\"phase\":\"bootstrap\"}\n", t0 + 2 * sec + 1000000, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"bootstrap_init\",\"event\":\"exit\",\"phase\":\"bootstrap\"}\n", t0 + 2 * sec + 90000000, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"comm_init\",\"event\":\"exit\",\"phase\":\"init\"}\n", t0 + 2 * sec + 150000000, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"ring_connect\",\"event\":\"enter\",\"phase\":\"ring setup\"}\n", t0 + 3 * sec, pid, pid;
+		printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"ring_connect\",\"event\":\"exit\",\"phase\":\"ring setup\"}\n", t0 + 3 * sec + 200000000, pid, pid;
 	}
 	for (s = 4; s < S; s++) {
 		if (CPS > 0)
 			for (k = 0; k < CPS; k++)
 				for (r = 0; r < R; r++)
-					printf "{\"type\":\"nccl\",\"ts_ns\":%d,\"pid\":%d,\"tid\":%d,\"probe\":\"enqueue\",\"event\":\"enter\",\"phase\":\"enqueue\",\"coll\":\"AllReduce\",\"comm_hash\":\"9f3c\",\"seq\":%d}\n", t0 + s * sec + k * (sec / CPS) + r * 1000, 1000 + r, 1000 + r, (s - 4) * CPS + k + 1;
-		line = sprintf("{\"type\":\"snapshot\",\"ts_ns\":%d,\"procs\":[", t0 + s * sec);
+					printf "{\"type\":\"nccl\",\"ts_ns\":%.0f,\"pid\":%d,\"tid\":%d,\"probe\":\"enqueue\",\"event\":\"enter\",\"phase\":\"enqueue\",\"coll\":\"AllReduce\",\"comm_hash\":\"9f3c\",\"seq\":%d}\n", t0 + s * sec + k * (sec / CPS) + r * 1000, 1000 + r, 1000 + r, (s - 4) * CPS + k + 1;
+		line = sprintf("{\"type\":\"snapshot\",\"ts_ns\":%.0f,\"procs\":[", t0 + s * sec);
 		for (r = 0; r < R; r++)
 			line = line sprintf("%s{\"pid\":%d,\"rank\":%d,\"state\":\"R\",\"nccl\":{\"comms\":[{\"comm_hash\":\"9f3c\",\"collectives\":{\"AllReduce\":%d}}]}}", r ? "," : "", 1000 + r, r, s * 10);
 		line = line "],\"conns\":[";
 		for (r = 0; r < R; r++)
 			for (c = 0; c < 4; c++)
-				line = line sprintf("%s{\"id\":\"%x\",\"pid\":%d,\"bytes_sent\":%d,\"bytes_recv\":%d,\"retrans\":0}", (r || c) ? "," : "", r * 16 + c, 1000 + r, s * 1048576, s * 1048576);
+				line = line sprintf("%s{\"id\":\"%x\",\"pid\":%d,\"bytes_sent\":%.0f,\"bytes_recv\":%.0f,\"retrans\":0}", (r || c) ? "," : "", r * 16 + c, 1000 + r, s * 1048576, s * 1048576);
 		print line "]}";
 		if (s == int(S / 2))
-			printf "{\"type\":\"finding\",\"event\":\"open\",\"id\":1,\"kind\":\"stall\",\"rank\":1,\"pid\":1001,\"peer_rank\":0,\"phase\":\"sleeping\",\"since_s\":5.0,\"summary\":\"rank 1 sleeps\",\"evidence\":[\"x\"],\"settings\":{},\"ts_ns\":%d}\n", t0 + s * sec;
+			printf "{\"type\":\"finding\",\"event\":\"open\",\"id\":1,\"kind\":\"stall\",\"rank\":1,\"pid\":1001,\"peer_rank\":0,\"phase\":\"sleeping\",\"since_s\":5.0,\"summary\":\"rank 1 sleeps\",\"evidence\":[\"x\"],\"settings\":{},\"ts_ns\":%.0f}\n", t0 + s * sec;
 		if (s == int(S / 2) + 60)
-			printf "{\"type\":\"finding\",\"event\":\"close\",\"id\":1,\"kind\":\"stall\",\"rank\":1,\"pid\":1001,\"peer_rank\":0,\"phase\":\"sleeping\",\"since_s\":65.0,\"summary\":\"rank 1 sleeps\",\"evidence\":[\"x\"],\"settings\":{},\"ts_ns\":%d}\n", t0 + s * sec;
+			printf "{\"type\":\"finding\",\"event\":\"close\",\"id\":1,\"kind\":\"stall\",\"rank\":1,\"pid\":1001,\"peer_rank\":0,\"phase\":\"sleeping\",\"since_s\":65.0,\"summary\":\"rank 1 sleeps\",\"evidence\":[\"x\"],\"settings\":{},\"ts_ns\":%.0f}\n", t0 + s * sec;
 	}
-	printf "{\"type\":\"footer\",\"ts_ns\":%d,\"exit_status\":0,\"lost\":{}}\n", t0 + S * sec;
+	printf "{\"type\":\"footer\",\"ts_ns\":%.0f,\"exit_status\":0,\"lost\":{}}\n", t0 + S * sec;
 }' >"$D"
 echo "dump: $RANKS ranks, $HOURS h, $CPS collectives/s per rank: $(du -h "$D" | cut -f1), $(wc -l <"$D") records"
 t() { # NAME CMD...: wall time and peak RSS

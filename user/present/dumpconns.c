@@ -8,24 +8,37 @@
 
 static struct dump_conn *get(struct dump_conns *d, const char *id)
 {
+	/* each snapshot lists its connections in the same order: the one after the last first */
+	if (d->hint < d->n && !strcmp(d->v[d->hint].id, id))
+		return &d->v[d->hint++];
 	for (int k = 0; k < d->n; k++)
-		if (!strcmp(d->v[k].id, id))
+		if (!strcmp(d->v[k].id, id)) {
+			d->hint = k + 1;
 			return &d->v[k];
+		}
 	if (grow(&d->v, &d->cap, d->n, sizeof(*d->v), 64))
 		return NULL;
 	memset(&d->v[d->n], 0, sizeof(d->v[0]));
 	snprintf(d->v[d->n].id, sizeof(d->v[0].id), "%s", id);
+	d->v[d->n].mi = -1;
+	d->hint = d->n + 1;
 	return &d->v[d->n++];
 }
 
-static struct dump_moved *moved(struct dump_conns *d, int pid)
+/* pid's tally; c keeps its index, so a connection finds it at once the next time */
+static struct dump_moved *moved(struct dump_conns *d, struct dump_conn *c)
 {
+	if (c->mi >= 0 && c->mi < d->nm && d->m[c->mi].pid == c->pid)
+		return &d->m[c->mi];
 	for (int k = 0; k < d->nm; k++)
-		if (d->m[k].pid == pid)
+		if (d->m[k].pid == c->pid) {
+			c->mi = k;
 			return &d->m[k];
+		}
 	if (grow(&d->m, &d->capm, d->nm, sizeof(*d->m), 16))
 		return NULL;
-	d->m[d->nm] = (struct dump_moved){.pid = pid};
+	d->m[d->nm] = (struct dump_moved){.pid = c->pid};
+	c->mi = d->nm;
 	return &d->m[d->nm++];
 }
 
@@ -56,7 +69,7 @@ int dump_conns_update(struct dump_conns *d, json_t *snapshot)
 		c->recv = recv;
 		c->retrans = json_integer_value(json_object_get(v, "retrans"));
 		if (rise > 0) {
-			if (!(m = moved(d, c->pid)))
+			if (!(m = moved(d, c)))
 				return -ENOMEM;
 			m->bytes += rise;
 			m->changed = true;

@@ -13,6 +13,7 @@ struct dump_conn {
 	char id[24];
 	int pid;
 	long long sent, recv, retrans;
+	int mi; /* its process's dump_moved, -1 before it moved anything */
 };
 
 /* the bytes a process's connections moved, sent and received, as the snapshots came */
@@ -27,6 +28,7 @@ struct dump_conns {
 	int n, cap;
 	struct dump_moved *m;
 	int nm, capm;
+	int hint; /* where the next connection is looked for first */
 };
 
 /*

@@ -13,9 +13,22 @@ static struct heat_series *series(const struct heat *h, int pid)
 	return NULL;
 }
 
+/* as series(), the one after the last added first: each snapshot adds them in one order */
+static struct heat_series *series_next(struct heat *h, int pid)
+{
+	struct heat_series *s;
+
+	if (h->hint < h->n && h->s[h->hint].pid == pid)
+		return &h->s[h->hint++];
+	s = series(h, pid);
+	if (s)
+		h->hint = (int)(s - h->s) + 1;
+	return s;
+}
+
 int heat_add(struct heat *h, int pid, uint64_t ts_ns, long long total)
 {
-	struct heat_series *s = series(h, pid);
+	struct heat_series *s = series_next(h, pid);
 
 	if (!s) {
 		if (grow(&h->s, &h->cap, h->n, sizeof(*h->s), 16))
@@ -23,6 +36,7 @@ int heat_add(struct heat *h, int pid, uint64_t ts_ns, long long total)
 		s = &h->s[h->n++];
 		memset(s, 0, sizeof(*s));
 		s->pid = pid;
+		h->hint = h->n;
 	}
 	if (s->n && s->pts[s->n - 1].ts_ns > ts_ns)
 		return 0; /* out of order: the dump's clock never goes back */

@@ -26,6 +26,7 @@ struct heat_series {
 struct heat {
 	struct heat_series *s;
 	int n, cap;
+	int hint; /* where the next pid is looked for first */
 };
 
 /* pid's total at ts (a snapshot's; not before its last point); 0 or -ENOMEM */

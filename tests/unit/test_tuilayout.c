@@ -231,6 +231,40 @@ static void no_event(void *ctx, enum finding_event ev, const struct tracked_find
 	(void)t;
 }
 
+/*
+ * Each rank's progress history as a sparkline at the end of its row: the newest second at the
+ * right edge, as many seconds as fit; none where there is no room
+ */
+static void test_sparkline(void **state)
+{
+	struct tui_model m = model();
+	struct tui_state st = {0};
+	struct tui_frame f;
+	char buf[512];
+	const float v[] = {100, 50, 0, 100};
+	int y;
+
+	(void)state;
+	memcpy(ranks[0].spark, v, sizeof(v));
+	ranks[0].nspark = 4;
+	m.spark_max = 100;
+	layout(&m, &st, &f, 200, 60);
+	assert_true(row_with(&f, "BYTES/S, A SECOND EACH") > 0);
+	y = row_with(&f, "~ 0 ");
+	assert_true(y > 0);
+	assert_non_null(strstr(tui_frame_row(&f, y, buf, sizeof(buf)), "@+ @"));
+	tui_frame_free(&f);
+	/* two columns left: the two newest seconds */
+	layout(&m, &st, &f, 146, 60);
+	y = row_with(&f, "~ 0 ");
+	tui_frame_row(&f, y, buf, sizeof(buf));
+	assert_string_equal(buf + 143, "  @");
+	tui_frame_free(&f);
+	layout(&m, &st, &f, 80, 24);
+	assert_true(row_with(&f, "@+ @") < 0);
+	tui_frame_free(&f);
+}
+
 static void test_dashboard_model(void **state)
 {
 	struct snap_proc p[3];
@@ -298,6 +332,27 @@ static void test_dashboard_model(void **state)
 	c[0].c.bytes_sent += 1000000;
 	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
 	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
+	/* its history: a second of 1 MB/s (the first snapshot only set where it starts) */
+	assert_int_equal(m->ranks[0].nspark, 1);
+	assert_true(m->ranks[0].spark[0] > 999999 && m->ranks[0].spark[0] < 1000001);
+	assert_int_equal(m->ranks[1].nspark, 0); /* rank 1 has no connection of its own */
+	assert_true(m->spark_max > 999999);
+	/* half a second on: no sample yet; a second on, nothing moved: a 0 joins */
+	s.now_ns += NT_NSEC_PER_SEC / 2;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_int_equal(m->ranks[0].nspark, 1);
+	s.now_ns += NT_NSEC_PER_SEC / 2;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_int_equal(m->ranks[0].nspark, 2);
+	assert_true(m->ranks[0].spark[1] == 0);
+	/* past TUI_SPARK seconds the oldest leave */
+	for (int k = 0; k < TUI_SPARK + 5; k++) {
+		s.now_ns += NT_NSEC_PER_SEC;
+		c[0].c.bytes_sent += 2000000;
+		m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	}
+	assert_int_equal(m->ranks[0].nspark, TUI_SPARK);
+	assert_true(m->ranks[0].spark[0] > 1999999 && m->ranks[0].spark[TUI_SPARK - 1] > 1999999);
 	findings_free(&fs);
 	dashboard__free(d);
 }
@@ -456,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_main_200x60),
 		cmocka_unit_test(test_small_and_views),
 		cmocka_unit_test(test_scroll_and_sort),
+		cmocka_unit_test(test_sparkline),
 		cmocka_unit_test(test_dashboard_model),
 		cmocka_unit_test(test_dashboard_groups),
 		cmocka_unit_test(test_via),

@@ -13,8 +13,18 @@ struct prev {
 	uint64_t ts, sent, recv, eagain;
 };
 
+/* A process's progress history: its bytes moved, sampled once a second into a ring */
+struct hist {
+	int pid;
+	uint64_t total, ts; /* at the last sample */
+	float v[TUI_SPARK]; /* bytes a second, oldest first */
+	int n;
+};
+
 struct dashboard {
 	struct tui_model m;
+	struct hist *hist;
+	int nhist, cap_h, hint;
 	struct tui_rank *ranks;
 	struct tui_conn *conns;
 	struct tui_finding *findings;
@@ -37,6 +47,7 @@ void dashboard__free(struct dashboard *d)
 	free(d->findings);
 	free(d->prev);
 	free(d->next);
+	free(d->hist);
 	free(d);
 }
 
@@ -460,6 +471,81 @@ static void build_findings(struct dashboard *d, const struct snapshot *s, const 
 	d->m.nfindings = n;
 }
 
+/* pid's history, looked for where the last one was found first (one order each snapshot) */
+static struct hist *hist_of(struct dashboard *d, int pid, bool add)
+{
+	if (d->hint < d->nhist && d->hist[d->hint].pid == pid)
+		return &d->hist[d->hint++];
+	for (int k = 0; k < d->nhist; k++)
+		if (d->hist[k].pid == pid) {
+			d->hint = k + 1;
+			return &d->hist[k];
+		}
+	if (!add || !grow((void **)&d->hist, &d->cap_h,
+			  d->nhist < d->cap_h ? d->cap_h : 2 * d->cap_h + 16, sizeof(*d->hist)))
+		return NULL;
+	memset(&d->hist[d->nhist], 0, sizeof(*d->hist));
+	d->hist[d->nhist].pid = pid;
+	d->hint = d->nhist + 1;
+	return &d->hist[d->nhist++];
+}
+
+/*
+ * Each process's bytes moved (its connections' sent and received, listeners apart), sampled
+ * once a second: the rate since the last sample joins its history, the oldest leaving past
+ * TUI_SPARK. A total that went down (its closed connections gone from the snapshot) starts
+ * again from there.
+ */
+static void sample_history(struct dashboard *d, const struct snapshot *s)
+{
+	for (int i = 0; i < s->nprocs; i++) {
+		uint64_t total = 0;
+		int n;
+		const int *ci = snapshot_conns_of(s, i, &n);
+		struct hist *h;
+
+		if (!n || !(h = hist_of(d, s->procs[i].pid, true)))
+			continue;
+		for (int k = 0; k < n; k++)
+			if (!(s->conns[ci[k]].c.flags & NT_CONN_LISTENER))
+				total += s->conns[ci[k]].c.bytes_sent + s->conns[ci[k]].c.bytes_recv;
+		if (!h->ts) {
+			h->total = total;
+			h->ts = s->now_ns;
+			continue;
+		}
+		if (s->now_ns - h->ts < NT_NSEC_PER_SEC)
+			continue;
+		if (h->n == TUI_SPARK)
+			memmove(h->v, h->v + 1, (TUI_SPARK - 1) * sizeof(h->v[0]));
+		else
+			h->n++;
+		h->v[h->n - 1] = total > h->total ? (float)((double)(total - h->total) * 1e9 /
+							    (double)(s->now_ns - h->ts))
+						  : 0;
+		h->total = total;
+		h->ts = s->now_ns;
+	}
+}
+
+/* Each rank row's history, and the highest rate of all */
+static void put_history(struct dashboard *d)
+{
+	d->m.spark_max = 0;
+	for (int k = 0; k < d->nhist; k++)
+		for (int j = 0; j < d->hist[k].n; j++)
+			if (d->hist[k].v[j] > d->m.spark_max)
+				d->m.spark_max = d->hist[k].v[j];
+	for (int i = 0; i < d->m.nranks; i++) {
+		struct tui_rank *r = &d->ranks[i];
+		const struct hist *h = r->group ? NULL : hist_of(d, r->pid, false);
+
+		r->nspark = h ? h->n : 0;
+		if (h)
+			memcpy(r->spark, h->v, (size_t)h->n * sizeof(h->v[0]));
+	}
+}
+
 const struct tui_model *dashboard__update(struct dashboard *d, const struct snapshot *snap,
 					  const struct findings *fs, const struct dash_info *in,
 					  enum tui_sort sort)
@@ -516,6 +602,8 @@ const struct tui_model *dashboard__update(struct dashboard *d, const struct snap
 	d->m.log = in->log;
 	d->m.nlog = in->nlog;
 	build_ranks(d, s, fs, in->expanded, culprit, waits);
+	sample_history(d, s);
+	put_history(d);
 	for (int i = 0; i < d->m.nranks; i++) {
 		/* a merged job's (watch): each process's own host */
 		const struct snap_proc *p =

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "util/fmt.h"
 #include "present/tuilayout.h"
+#include "present/heat.h"
 
 int tui_frame_alloc(struct tui_frame *f, int w, int h)
 {
@@ -158,18 +159,39 @@ static int clamp_scroll(int scroll, int n, int rows)
 	return scroll < 0 ? 0 : scroll;
 }
 
+/*
+ * A rank's progress history from x to the frame's edge: the latest seconds that fit, one
+ * column each, the newest at the right (ASCII heights: the frame is one byte a cell)
+ */
+static void sparkline(struct tui_frame *f, int x, int y, enum tui_attr a, const struct tui_rank *r,
+		      double max)
+{
+	int n = r->nspark < f->w - x ? r->nspark : f->w - x;
+	double v[TUI_SPARK];
+	char s[TUI_SPARK + 1];
+
+	if (n <= 0 || max <= 0)
+		return;
+	for (int i = 0; i < n; i++)
+		v[i] = r->spark[r->nspark - n + i];
+	heat_strip(v, n, max, false, s, sizeof(s));
+	put(f, x, y, n, a, "%s", s);
+}
+
 static void ranks_pane(const struct tui_model *m, const struct tui_state *st, struct tui_frame *f,
 		       int y, int rows)
 {
 	int wide = f->w >= 140, phase_w = wide ? 48 : 22, host_w = wide ? 20 : 10;
-	int sc = clamp_scroll(st->scroll[PANE_RANKS], m->nranks, rows - 2);
+	int sc = clamp_scroll(st->scroll[PANE_RANKS], m->nranks, rows - 2), x;
 	char t[64];
 
 	snprintf(t, sizeof(t), "Ranks (%d)", m->nranks);
 	title(f, y, st->focus == PANE_RANKS, t);
-	put(f, 0, y + 1, -1, TA_TITLE, "  %-5s %-*s %-7s %-2s %-*s %7s  %-*s %s", "RANK", host_w,
-	    "HOST", "PID", "ST", phase_w, "NCCL PHASE", "IN", wide ? 36 : 18, "COLLECTIVES",
-	    "PROGRESS");
+	x = put(f, 0, y + 1, -1, TA_TITLE, "  %-5s %-*s %-7s %-2s %-*s %7s  %-*s %-8s", "RANK",
+		host_w, "HOST", "PID", "ST", phase_w, "NCCL PHASE", "IN", wide ? 36 : 18,
+		"COLLECTIVES", "PROGRESS");
+	if (f->w - x > 13)
+		put(f, x + 1, y + 1, f->w - x - 1, TA_TITLE, "BYTES/S, A SECOND EACH, NOW AT THE RIGHT");
 	for (int i = 0; i + 2 < rows && sc + i < m->nranks; i++) {
 		const struct tui_rank *r = &m->ranks[sc + i];
 		enum tui_attr a = r->culprit ? TA_CULPRIT : r->waiting ? TA_WAITING : TA_NORMAL;
@@ -190,7 +212,7 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 		else
 			snprintf(rk, sizeof(rk), "-");
 		paint(f, y + 2 + i, a);
-		put(f, 0, y + 2 + i, -1, a, "%s %-5s %-*.*s %-7d %-2c %-*.*s %7s  %-*.*s %s",
+		x = put(f, 0, y + 2 + i, -1, a, "%s %-5s %-*.*s %-7d %-2c %-*.*s %7s  %-*.*s %-8s",
 		    r->culprit	 ? "!"
 		    : r->waiting ? "~"
 				 : " ",
@@ -199,6 +221,7 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 		    r->in_phase_s >= 0 ? age(r->in_phase_s, in, sizeof(in)) : "", wide ? 36 : 18,
 		    wide ? 36 : 18, r->colls[0] ? r->colls : "-",
 		    age(r->progress_age_s, pr, sizeof(pr)));
+		sparkline(f, x + 1, y + 2 + i, a, r, m->spark_max);
 	}
 }
 

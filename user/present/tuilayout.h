@@ -12,6 +12,7 @@
 
 #define TUI_MAX_EVIDENCE 8
 #define TUI_MAX_HYP	 4
+#define TUI_SPARK	 60 /* seconds of each rank's progress history drawn */
 
 enum tui_attr {
 	TA_NORMAL = 0,
@@ -42,6 +43,9 @@ struct tui_rank {
 	 */
 	int group, group_id;
 	char members[96];
+	/* the bytes a second it moved, a second each, oldest first (the last TUI_SPARK s) */
+	float spark[TUI_SPARK];
+	int nspark;
 };
 
 struct tui_conn {
@@ -85,6 +89,7 @@ struct tui_model {
 	bool job_done;
 	struct tui_rank *ranks;
 	int nranks;
+	double spark_max; /* the most any rank's history holds: the sparklines' top */
 	struct tui_conn *conns; /* in the order of the sort key */
 	int nconns;
 	struct tui_finding *findings; /* open ones first */

@@ -4,8 +4,9 @@
 # collectives, --collectives): the text report's rank timelines, the Perfetto trace (valid,
 # complete, slices never overlapping on a track, in time order), and the HTML timeline rendered
 # by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row, the
-# heat map of bytes moved under the phases, with a gap on the culprit's row).
-# checks: 29
+# heat map of bytes moved under the phases, with a gap on the culprit's row; the wait-for graph
+# at the finding, the culprit its root, its waiters the nodes).
+# checks: 30
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -93,6 +94,13 @@ heat_cols() { sed 's/class="row"/\n&/g' <<<"$dom" | grep "^class=\"row\" data-ra
 	grep -o 'class="heat" data-col="[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' | tr '\n' ' '; }
 check html_heat_rows "heat cells per row: 0: $(heat_cols 0)/ 1: $(heat_cols 1)/ 2: $(heat_cols 2)" -- \
 	test -n "$(heat_cols 0)" -a -n "$(heat_cols 1)" -a -n "$(heat_cols 2)"
+# the wait-for graph at the finding: the culprit its root, its waiters the nodes, every one of
+# them, each drawn once
+wfg=$(grep -o '<svg class="wfg"[^>]*>.*</svg>' <<<"$dom" | head -1)
+check html_wait_graph "graph: ${wfg:0:600}" -- bash -c '
+	grep -q "data-root=\"1\"" <<<"$1" && grep -q "class=\"node culprit\" data-rank=\"1\"" <<<"$1" &&
+	test "$(grep -o "class=\"node waiter\" data-ranks=\"[0-9,]*\"" <<<"$1" | grep -o "[0-9,]*\"$" |
+		tr -d "\"" | tr "," "\n" | sort -n | paste -sd,)" = 0,2' _ "$wfg"
 check html_heat_gap "rank 1's heat columns: $(heat_cols 1)" -- \
 	awk '{ if (NF >= 2 && $NF - $1 + 1 > NF) ok = 1 } END { exit !ok }' <<<"$(heat_cols 1)"
 end_checks

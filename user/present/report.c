@@ -546,7 +546,9 @@ static void print_progress(json_t *r)
 {
 	json_t *ranks = json_object_get(r, "ranks"), *p, *f;
 	size_t nr = json_array_size(ranks), per = (nr + HEAT_ROWS - 1) / HEAT_ROWS, i;
-	bool utf8 = heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
+	/* block elements on a UTF-8 terminal; a file or a pipe gets ASCII, for any reader */
+	bool utf8 = isatty(STDOUT_FILENO) &&
+		    heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
 	double v[HEAT_COLS], max = 0, col_s, from_s;
 	char strip[HEAT_COLS * 3 + 1], mb[24], mark[HEAT_COLS + 1];
 	int ncols;

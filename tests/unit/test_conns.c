@@ -292,7 +292,7 @@ static void test_walk_closes_what_left_the_map(void **state)
 	model__conn_update(m, kept, &c, false);
 	model__conn_update(m, seed, &c, false); /* sock_diag's, at the attach */
 	model__conns_walk_begin(m);
-	c.state = 1; /* ESTABLISHED */
+	c.state = 1;				/* ESTABLISHED */
 	model__conn_update(m, kept, &c, false); /* the map has it */
 	assert_int_equal(model__conns_walk_end(m, 5000), 1);
 	assert_null(open_conn(m, gone));

@@ -87,8 +87,8 @@ static void test_utf8_locale(void **state)
 static json_t *snap(const char *id, int pid, long long sent, long long recv, bool listener)
 {
 	return json_pack("{s:s,s:[{s:s,s:i,s:I,s:I,s:b}]}", "type", "snapshot", "conns", "id", id,
-			 "pid", pid, "bytes_sent", (json_int_t)sent, "bytes_recv",
-			 (json_int_t)recv, "listener", listener);
+			 "pid", pid, "bytes_sent", (json_int_t)sent, "bytes_recv", (json_int_t)recv,
+			 "listener", listener);
 }
 
 static void take(struct dump_conns *d, json_t *s)

@@ -254,6 +254,17 @@ static void test_sparkline(void **state)
 	assert_true(y > 0);
 	assert_non_null(strstr(tui_frame_row(&f, y, buf, sizeof(buf)), "@+ @"));
 	tui_frame_free(&f);
+	/* a connection's, in its pane (each the same: the rows are sorted) */
+	for (int i = 0; i < 8; i++) {
+		memcpy(conns[i].spark, v, sizeof(v));
+		conns[i].nspark = 4;
+	}
+	m.conn_spark_max = 200;
+	layout(&m, &st, &f, 200, 60);
+	y = row_with(&f, "rank 2   rank 3");
+	assert_true(y > 0);
+	assert_non_null(strstr(tui_frame_row(&f, y, buf, sizeof(buf)), "+- +"));
+	tui_frame_free(&f);
 	/* two columns left: the two newest seconds */
 	layout(&m, &st, &f, 146, 60);
 	y = row_with(&f, "~ 0 ");
@@ -337,6 +348,10 @@ static void test_dashboard_model(void **state)
 	assert_true(m->ranks[0].spark[0] > 999999 && m->ranks[0].spark[0] < 1000001);
 	assert_int_equal(m->ranks[1].nspark, 0); /* rank 1 has no connection of its own */
 	assert_true(m->spark_max > 999999);
+	/* and the connection's own */
+	assert_int_equal(m->conns[0].nspark, 1);
+	assert_true(m->conns[0].spark[0] > 999999 && m->conns[0].spark[0] < 1000001);
+	assert_true(m->conn_spark_max > 999999);
 	/* half a second on: no sample yet; a second on, nothing moved: a 0 joins */
 	s.now_ns += NT_NSEC_PER_SEC / 2;
 	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
@@ -353,6 +368,14 @@ static void test_dashboard_model(void **state)
 	}
 	assert_int_equal(m->ranks[0].nspark, TUI_SPARK);
 	assert_true(m->ranks[0].spark[0] > 1999999 && m->ranks[0].spark[TUI_SPARK - 1] > 1999999);
+	assert_int_equal(m->conns[0].nspark, TUI_SPARK);
+	/* a connection gone takes its history: back, it starts again */
+	s.nconns = 0;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	s.nconns = 3;
+	s.now_ns += NT_NSEC_PER_SEC;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_int_equal(m->conns[0].nspark, 0);
 	findings_free(&fs);
 	dashboard__free(d);
 }
@@ -507,14 +530,10 @@ static void test_hostile_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_main_80x24),
-		cmocka_unit_test(test_main_200x60),
-		cmocka_unit_test(test_small_and_views),
-		cmocka_unit_test(test_scroll_and_sort),
-		cmocka_unit_test(test_sparkline),
-		cmocka_unit_test(test_dashboard_model),
-		cmocka_unit_test(test_dashboard_groups),
-		cmocka_unit_test(test_via),
+		cmocka_unit_test(test_main_80x24),	 cmocka_unit_test(test_main_200x60),
+		cmocka_unit_test(test_small_and_views),	 cmocka_unit_test(test_scroll_and_sort),
+		cmocka_unit_test(test_sparkline),	 cmocka_unit_test(test_dashboard_model),
+		cmocka_unit_test(test_dashboard_groups), cmocka_unit_test(test_via),
 		cmocka_unit_test(test_hostile_text),
 	};
 

@@ -40,8 +40,8 @@ struct model {
 	int nprocs, cap_procs;
 	struct snap_conn *conns;
 	int nconns, cap_conns;
-	int nsorted; /* conns[0..nsorted) are sorted by id */
-	uint32_t walk;	/* the current or last walk of the conns map (snap_conn.walk) */
+	int nsorted;   /* conns[0..nsorted) are sorted by id */
+	uint32_t walk; /* the current or last walk of the conns map (snap_conn.walk) */
 	bool walking;
 	struct snap_proc *snap_procs;
 };

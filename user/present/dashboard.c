@@ -7,23 +7,35 @@
 
 #define TCP_LISTEN 10
 
-/* A connection's counters at the previous snapshot, for rates. */
-struct prev {
-	uint64_t id;
-	uint64_t ts, sent, recv, eagain;
-};
-
-/* A process's progress history: its bytes moved, sampled once a second into a ring */
+/* A process's or a connection's progress history: bytes moved, a sample a second */
 struct hist {
-	int pid;
 	uint64_t total, ts; /* at the last sample */
 	float v[TUI_SPARK]; /* bytes a second, oldest first */
 	int n;
 };
 
+/*
+ * A connection's counters at the previous snapshot, for rates, and its history (carried from
+ * snapshot to snapshot while it is open, freed when it is gone; none past DASH_HIST_CONNS
+ * connections, whose rows a pane cannot show anyway)
+ */
+struct prev {
+	uint64_t id;
+	uint64_t ts, sent, recv, eagain;
+	struct hist *h;
+};
+
+#define DASH_HIST_CONNS 4096
+
+/* a process's history */
+struct phist {
+	int pid;
+	struct hist h;
+};
+
 struct dashboard {
 	struct tui_model m;
-	struct hist *hist;
+	struct phist *hist;
 	int nhist, cap_h, hint;
 	struct tui_rank *ranks;
 	struct tui_conn *conns;
@@ -45,6 +57,8 @@ void dashboard__free(struct dashboard *d)
 	free(d->ranks);
 	free(d->conns);
 	free(d->findings);
+	for (int k = 0; k < d->nprev; k++)
+		free(d->prev[k].h);
 	free(d->prev);
 	free(d->next);
 	free(d->hist);
@@ -63,6 +77,38 @@ static bool grow(void **v, int *cap, int want, size_t sz)
 	*v = nv;
 	*cap = want;
 	return true;
+}
+
+/*
+ * A sample of total bytes moved at now: the rate since the last sample joins the history once
+ * a second has passed, the oldest leaving past TUI_SPARK. The first only sets where it starts;
+ * a total that went down (closed connections gone from the snapshot) starts again from there.
+ */
+static void hist_sample(struct hist *h, uint64_t total, uint64_t now)
+{
+	if (!h->ts) {
+		h->total = total;
+		h->ts = now;
+		return;
+	}
+	if (now - h->ts < NT_NSEC_PER_SEC)
+		return;
+	if (h->n == TUI_SPARK)
+		memmove(h->v, h->v + 1, (TUI_SPARK - 1) * sizeof(h->v[0]));
+	else
+		h->n++;
+	h->v[h->n - 1] = total > h->total
+				 ? (float)((double)(total - h->total) * 1e9 / (double)(now - h->ts))
+				 : 0;
+	h->total = total;
+	h->ts = now;
+}
+
+static double hist_max(const struct hist *h, double max)
+{
+	for (int j = 0; j < h->n; j++)
+		max = h->v[j] > max ? h->v[j] : max;
+	return max;
 }
 
 /*
@@ -339,6 +385,7 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 	int nf = fs ? fs->n : 0, n = 0, np = 0, nranked = 0, wait[s->nprocs > 0 ? s->nprocs : 1];
 	int group_at[nf > 0 ? nf : 1];
 	bool mixed[nf > 0 ? nf : 1]; /* the group's connections go to more than one peer */
+	struct prev *nx;
 
 	for (int i = 0; i < s->nprocs; i++) {
 		wait[i] = -2;
@@ -348,6 +395,7 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 		group_at[k] = -1;
 		mixed[k] = false;
 	}
+	d->m.conn_spark_max = 0;
 	for (int i = 0; i < s->nconns; i++) {
 		const struct snap_conn *sc = &s->conns[i];
 		const struct nt_conn *c = &sc->c;
@@ -356,8 +404,28 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 
 		if ((c->flags & NT_CONN_LISTENER) || c->state == TCP_LISTEN || sc->closed)
 			continue;
-		d->next[np++] = (struct prev){sc->id, s->now_ns, c->bytes_sent, c->bytes_recv,
-					      c->send_eagain + c->recv_eagain};
+		{
+			struct prev *old = (struct prev *)prev_of(d, sc->id);
+
+			nx = &d->next[np++];
+			*nx = (struct prev){sc->id,
+					    s->now_ns,
+					    c->bytes_sent,
+					    c->bytes_recv,
+					    c->send_eagain + c->recv_eagain,
+					    NULL};
+			/* its history moves on with it; what is left in prev afterwards is gone */
+			if (old) {
+				nx->h = old->h;
+				old->h = NULL;
+			}
+			if (!nx->h && s->nconns <= DASH_HIST_CONNS)
+				nx->h = calloc(1, sizeof(*nx->h));
+			if (nx->h) {
+				hist_sample(nx->h, c->bytes_sent + c->bytes_recv, s->now_ns);
+				d->m.conn_spark_max = hist_max(nx->h, d->m.conn_spark_max);
+			}
+		}
 		waiting = waiting_of(s, in->cfg, wait, at) == i;
 		k = at >= 0 ? waits[at] : -1;
 		if (waiting && nranked >= DASH_GROUP_RANKS && k >= 0 && k < nf &&
@@ -384,6 +452,10 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 			continue;
 		}
 		conn_row(d, s, i, &d->conns[n]);
+		if (nx->h) {
+			d->conns[n].nspark = nx->h->n;
+			memcpy(d->conns[n].spark, nx->h->v, (size_t)nx->h->n * sizeof(nx->h->v[0]));
+		}
 		d->conns[n++].waiting = waiting;
 	}
 	for (int k = 0; k < nf; k++) {
@@ -403,6 +475,8 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 	{
 		struct prev *tmp = d->prev;
 
+		for (int k = 0; k < d->nprev; k++)
+			free(d->prev[k].h); /* a connection gone: its history with it */
 		d->prev = d->next;
 		d->next = tmp;
 		d->nprev = np;
@@ -472,7 +546,7 @@ static void build_findings(struct dashboard *d, const struct snapshot *s, const 
 }
 
 /* pid's history, looked for where the last one was found first (one order each snapshot) */
-static struct hist *hist_of(struct dashboard *d, int pid, bool add)
+static struct phist *hist_of(struct dashboard *d, int pid, bool add)
 {
 	if (d->hint < d->nhist && d->hist[d->hint].pid == pid)
 		return &d->hist[d->hint++];
@@ -490,41 +564,22 @@ static struct hist *hist_of(struct dashboard *d, int pid, bool add)
 	return &d->hist[d->nhist++];
 }
 
-/*
- * Each process's bytes moved (its connections' sent and received, listeners apart), sampled
- * once a second: the rate since the last sample joins its history, the oldest leaving past
- * TUI_SPARK. A total that went down (its closed connections gone from the snapshot) starts
- * again from there.
- */
+/* Each process's bytes moved: its connections' sent and received, listeners apart */
 static void sample_history(struct dashboard *d, const struct snapshot *s)
 {
 	for (int i = 0; i < s->nprocs; i++) {
 		uint64_t total = 0;
 		int n;
 		const int *ci = snapshot_conns_of(s, i, &n);
-		struct hist *h;
+		struct phist *h;
 
 		if (!n || !(h = hist_of(d, s->procs[i].pid, true)))
 			continue;
 		for (int k = 0; k < n; k++)
 			if (!(s->conns[ci[k]].c.flags & NT_CONN_LISTENER))
-				total += s->conns[ci[k]].c.bytes_sent + s->conns[ci[k]].c.bytes_recv;
-		if (!h->ts) {
-			h->total = total;
-			h->ts = s->now_ns;
-			continue;
-		}
-		if (s->now_ns - h->ts < NT_NSEC_PER_SEC)
-			continue;
-		if (h->n == TUI_SPARK)
-			memmove(h->v, h->v + 1, (TUI_SPARK - 1) * sizeof(h->v[0]));
-		else
-			h->n++;
-		h->v[h->n - 1] = total > h->total ? (float)((double)(total - h->total) * 1e9 /
-							    (double)(s->now_ns - h->ts))
-						  : 0;
-		h->total = total;
-		h->ts = s->now_ns;
+				total +=
+					s->conns[ci[k]].c.bytes_sent + s->conns[ci[k]].c.bytes_recv;
+		hist_sample(&h->h, total, s->now_ns);
 	}
 }
 
@@ -533,16 +588,14 @@ static void put_history(struct dashboard *d)
 {
 	d->m.spark_max = 0;
 	for (int k = 0; k < d->nhist; k++)
-		for (int j = 0; j < d->hist[k].n; j++)
-			if (d->hist[k].v[j] > d->m.spark_max)
-				d->m.spark_max = d->hist[k].v[j];
+		d->m.spark_max = hist_max(&d->hist[k].h, d->m.spark_max);
 	for (int i = 0; i < d->m.nranks; i++) {
 		struct tui_rank *r = &d->ranks[i];
-		const struct hist *h = r->group ? NULL : hist_of(d, r->pid, false);
+		const struct phist *h = r->group ? NULL : hist_of(d, r->pid, false);
 
-		r->nspark = h ? h->n : 0;
+		r->nspark = h ? h->h.n : 0;
 		if (h)
-			memcpy(r->spark, h->v, (size_t)h->n * sizeof(h->v[0]));
+			memcpy(r->spark, h->h.v, (size_t)h->h.n * sizeof(h->h.v[0]));
 	}
 }
 

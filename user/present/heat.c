@@ -63,12 +63,11 @@ static double total_at(const struct heat_series *s, uint64_t t, int *k)
 	if (*k == s->n)
 		return (double)a->total;
 	b = &s->pts[*k];
-	return (double)a->total +
-	       (double)(b->total - a->total) * (double)(t - a->ts_ns) / (double)(b->ts_ns - a->ts_ns);
+	return (double)a->total + (double)(b->total - a->total) * (double)(t - a->ts_ns) /
+					  (double)(b->ts_ns - a->ts_ns);
 }
 
-bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int ncols,
-		  double *out)
+bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int ncols, double *out)
 {
 	const struct heat_series *s = series(h, pid);
 	double col_s, prev;
@@ -79,7 +78,8 @@ bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int n
 	col_s = (double)(t1 - t0) / 1e9 / ncols;
 	prev = s ? total_at(s, t0, &k) : 0;
 	for (int c = 0; c < ncols; c++) {
-		uint64_t end = c == ncols - 1 ? t1 : t0 + (uint64_t)((double)(t1 - t0) * (c + 1) / ncols);
+		uint64_t end =
+			c == ncols - 1 ? t1 : t0 + (uint64_t)((double)(t1 - t0) * (c + 1) / ncols);
 		double now = s ? total_at(s, end, &k) : 0;
 
 		out[c] = now > prev ? (now - prev) / col_s : 0;

@@ -38,8 +38,7 @@ int heat_add(struct heat *h, int pid, uint64_t ts_ns, long long total);
  * points (0 before the first, held after the last). A pid never seen gives 0s. false if
  * t1 <= t0 or ncols < 1.
  */
-bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int ncols,
-		  double *out);
+bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int ncols, double *out);
 
 /*
  * One strip: v[n] against max, a character a column. Nothing moved: ' '; else one of 8

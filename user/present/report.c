@@ -147,8 +147,8 @@ static void print_settings(json_t *set)
 struct rank_ctx {
 	json_t *ranks; /* [{rank, pid, ...}] */
 	struct dump_conns conns;
-	json_t *logs; /* pid -> what NCCL's log told */
-	struct heat heat; /* each process's bytes moved, at each snapshot */
+	json_t *logs;			      /* pid -> what NCCL's log told */
+	struct heat heat;		      /* each process's bytes moved, at each snapshot */
 	uint64_t start_ns, first_ns, last_ns; /* the dump's; the snapshots' */
 	int nsnap;
 	bool nomem;
@@ -302,8 +302,8 @@ static void add_progress(json_t *r, const struct rank_ctx *c)
 	double v[HEAT_COLS];
 	json_t *a;
 
-	if (!heat_columns(&c->heat, (int)json_integer_value(json_object_get(r, "pid")),
-			  c->first_ns, c->last_ns, ncols, v))
+	if (!heat_columns(&c->heat, (int)json_integer_value(json_object_get(r, "pid")), c->first_ns,
+			  c->last_ns, ncols, v))
 		return;
 	a = json_array();
 	for (int i = 0; i < ncols; i++)
@@ -559,7 +559,8 @@ static void print_progress(json_t *r)
 	from_s = json_number_value(json_object_get(p, "from_s"));
 	for (i = 0; i < nr; i++) {
 		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
-					    "bytes_per_s"), *x;
+					    "bytes_per_s"),
+		       *x;
 		size_t k;
 
 		json_array_foreach(b, k, x) if (json_number_value(x) > max) max =
@@ -620,10 +621,9 @@ static void print_report(json_t *r)
 	else
 		printf("the dump has no footer: the tracer did not finish (killed?)\n");
 	print_progress(r);
-	printf("%s%zu finding%s\n", json_object_get(json_array_get(json_object_get(r, "ranks"), 0),
-						   "progress")
-					  ? "\n"
-					  : "",
+	printf("%s%zu finding%s\n",
+	       json_object_get(json_array_get(json_object_get(r, "ranks"), 0), "progress") ? "\n"
+											   : "",
 	       json_array_size(fs), json_array_size(fs) == 1 ? "" : "s");
 	json_array_foreach(fs, i, f)
 	{

@@ -160,20 +160,20 @@ static int clamp_scroll(int scroll, int n, int rows)
 }
 
 /*
- * A rank's progress history from x to the frame's edge: the latest seconds that fit, one
+ * A rank's or a connection's progress history from x to the frame's edge: the latest seconds that fit, one
  * column each, the newest at the right (ASCII heights: the frame is one byte a cell)
  */
-static void sparkline(struct tui_frame *f, int x, int y, enum tui_attr a, const struct tui_rank *r,
-		      double max)
+static void sparkline(struct tui_frame *f, int x, int y, enum tui_attr a, const float *spark,
+		      int nspark, double max)
 {
-	int n = r->nspark < f->w - x ? r->nspark : f->w - x;
+	int n = nspark < f->w - x ? nspark : f->w - x;
 	double v[TUI_SPARK];
 	char s[TUI_SPARK + 1];
 
 	if (n <= 0 || max <= 0)
 		return;
 	for (int i = 0; i < n; i++)
-		v[i] = r->spark[r->nspark - n + i];
+		v[i] = spark[nspark - n + i];
 	heat_strip(v, n, max, false, s, sizeof(s));
 	put(f, x, y, n, a, "%s", s);
 }
@@ -191,7 +191,8 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 		host_w, "HOST", "PID", "ST", phase_w, "NCCL PHASE", "IN", wide ? 36 : 18,
 		"COLLECTIVES", "PROGRESS");
 	if (f->w - x > 13)
-		put(f, x + 1, y + 1, f->w - x - 1, TA_TITLE, "BYTES/S, A SECOND EACH, NOW AT THE RIGHT");
+		put(f, x + 1, y + 1, f->w - x - 1, TA_TITLE,
+		    "BYTES/S, A SECOND EACH, NOW AT THE RIGHT");
 	for (int i = 0; i + 2 < rows && sc + i < m->nranks; i++) {
 		const struct tui_rank *r = &m->ranks[sc + i];
 		enum tui_attr a = r->culprit ? TA_CULPRIT : r->waiting ? TA_WAITING : TA_NORMAL;
@@ -213,22 +214,22 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 			snprintf(rk, sizeof(rk), "-");
 		paint(f, y + 2 + i, a);
 		x = put(f, 0, y + 2 + i, -1, a, "%s %-5s %-*.*s %-7d %-2c %-*.*s %7s  %-*.*s %-8s",
-		    r->culprit	 ? "!"
-		    : r->waiting ? "~"
-				 : " ",
-		    rk, host_w, host_w, r->host, r->pid, r->state, phase_w, phase_w,
-		    r->phase[0] ? r->phase : "-",
-		    r->in_phase_s >= 0 ? age(r->in_phase_s, in, sizeof(in)) : "", wide ? 36 : 18,
-		    wide ? 36 : 18, r->colls[0] ? r->colls : "-",
-		    age(r->progress_age_s, pr, sizeof(pr)));
-		sparkline(f, x + 1, y + 2 + i, a, r, m->spark_max);
+			r->culprit   ? "!"
+			: r->waiting ? "~"
+				     : " ",
+			rk, host_w, host_w, r->host, r->pid, r->state, phase_w, phase_w,
+			r->phase[0] ? r->phase : "-",
+			r->in_phase_s >= 0 ? age(r->in_phase_s, in, sizeof(in)) : "",
+			wide ? 36 : 18, wide ? 36 : 18, r->colls[0] ? r->colls : "-",
+			age(r->progress_age_s, pr, sizeof(pr)));
+		sparkline(f, x + 1, y + 2 + i, a, r->spark, r->nspark, m->spark_max);
 	}
 }
 
 static void conns_pane(const struct tui_model *m, const struct tui_state *st, struct tui_frame *f,
 		       int y, int rows)
 {
-	int wide = f->w >= 140, to_w = wide ? 40 : 21, lab_w = wide ? 28 : 12;
+	int wide = f->w >= 140, to_w = wide ? 40 : 21, lab_w = wide ? 28 : 12, x;
 	int sc = clamp_scroll(st->scroll[PANE_CONNS], m->nconns, rows - 2);
 	char t[64];
 
@@ -238,9 +239,12 @@ static void conns_pane(const struct tui_model *m, const struct tui_state *st, st
 					 : "spinning");
 	title(f, y, st->focus == PANE_CONNS, t);
 	/* wide: NCCL's label and the transport its log names; narrow: the transport, else the label */
-	put(f, 0, y + 1, -1, TA_TITLE, "  %-8s %-*s %-*s%s%-*s %10s %10s %6s %8s %4s %7s %s",
-	    "FROM", to_w, "TO", lab_w, "NCCL", wide ? " " : "", wide ? 14 : 0, wide ? "VIA" : "",
-	    "TX", "RX", "IDLE", "EAGAIN", "RTX", "RTT", "QUEUE");
+	x = put(f, 0, y + 1, -1, TA_TITLE, "  %-8s %-*s %-*s%s%-*s %10s %10s %6s %8s %4s %7s %-10s",
+		"FROM", to_w, "TO", lab_w, "NCCL", wide ? " " : "", wide ? 14 : 0,
+		wide ? "VIA" : "", "TX", "RX", "IDLE", "EAGAIN", "RTX", "RTT", "QUEUE");
+	if (f->w - x > 13)
+		put(f, x + 1, y + 1, f->w - x - 1, TA_TITLE,
+		    "BYTES/S, A SECOND EACH, NOW AT THE RIGHT");
 	for (int i = 0; i + 2 < rows && sc + i < m->nconns; i++) {
 		const struct tui_conn *c = &m->conns[sc + i];
 		enum tui_attr a = c->waiting ? TA_WAITING : TA_NORMAL;
@@ -252,17 +256,18 @@ static void conns_pane(const struct tui_model *m, const struct tui_state *st, st
 		else
 			snprintf(rtt, sizeof(rtt), "-");
 		paint(f, y + 2 + i, a);
-		put(f, 0, y + 2 + i, -1, a,
-		    "%s %-8.8s %-*.*s %-*.*s%s%-*.*s %10s %10s %6s %8s %4u %7s %s",
-		    c->waiting ? "~" : " ", c->from, to_w, to_w, c->to, lab_w, lab_w,
-		    !wide && c->via[0] ? c->via
-		    : c->label[0]      ? c->label
-				       : "-",
-		    wide ? " " : "", wide ? 14 : 0, wide ? 14 : 0,
-		    wide ? (c->via[0] ? c->via : "-") : "", rate(c->tx_bps, tx, sizeof(tx)),
-		    rate(c->rx_bps, rx, sizeof(rx)), age(c->age_s, id, sizeof(id)),
-		    c->eagain_ps >= 0.5 ? ea : "0", c->retrans, rtt,
-		    fmt_bytes(c->queue, q, sizeof(q)));
+		x = put(f, 0, y + 2 + i, -1, a,
+			"%s %-8.8s %-*.*s %-*.*s%s%-*.*s %10s %10s %6s %8s %4u %7s %-10s",
+			c->waiting ? "~" : " ", c->from, to_w, to_w, c->to, lab_w, lab_w,
+			!wide && c->via[0] ? c->via
+			: c->label[0]	   ? c->label
+					   : "-",
+			wide ? " " : "", wide ? 14 : 0, wide ? 14 : 0,
+			wide ? (c->via[0] ? c->via : "-") : "", rate(c->tx_bps, tx, sizeof(tx)),
+			rate(c->rx_bps, rx, sizeof(rx)), age(c->age_s, id, sizeof(id)),
+			c->eagain_ps >= 0.5 ? ea : "0", c->retrans, rtt,
+			fmt_bytes(c->queue, q, sizeof(q)));
+		sparkline(f, x + 1, y + 2 + i, a, c->spark, c->nspark, m->conn_spark_max);
 	}
 }
 

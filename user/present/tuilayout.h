@@ -62,6 +62,9 @@ struct tui_conn {
 	bool waiting;
 	/* a group row: group connections that wait on one culprit (from is "N ranks") */
 	int group, group_id;
+	/* the bytes a second it moved, both ways, a second each, oldest first (none: a group) */
+	float spark[TUI_SPARK];
+	int nspark;
 };
 
 struct tui_finding {
@@ -92,6 +95,7 @@ struct tui_model {
 	double spark_max; /* the most any rank's history holds: the sparklines' top */
 	struct tui_conn *conns; /* in the order of the sort key */
 	int nconns;
+	double conn_spark_max; /* the most any connection's history holds */
 	struct tui_finding *findings; /* open ones first */
 	int nfindings;
 	const char *const *log; /* the last lines of the job's output, oldest first */

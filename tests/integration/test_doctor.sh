@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # nccltrace doctor on real environments: this shell's, a command's (its env prefix, torchrun's
 # --master-port), the ranks of a real trace dump, a port really held, the real interfaces and
-# the real NCCL library's names; and what sudo's env_reset drops, read from a real ancestor.
-# checks: 38
+# the real NCCL library's names; what sudo's env_reset drops, read from a real ancestor; and a
+# host's PCI tree (ACS, links, the IOMMU) laid out as the kernel's.
+# checks: 44
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -78,6 +79,62 @@ out=$(gid env NCCL_IB_GID_INDEX=4 NCCL_IB_HCA=mlx5_1:1)
 check gid_ib_link "$out" -- grep -qE '^info +NCCL_IB_GID_INDEX=4: mlx5_1 is InfiniBand: NCCL addresses its QPs by LID' <<<"$out"
 out=$("${clean_env[@]}" NCCLTRACE_SYSFS=$TMP/nosys NCCL_IB_GID_INDEX=4 "$NT" doctor 2>&1)
 check gid_no_hca "$out" -- grep -q '^no problems in this shell' <<<"$out"
+
+# --- the host's PCI tree, laid out as the kernel's (bus/pci/devices links into devices/, each
+# bridge's config space with its ACS capability): a GPU and an RDMA NIC behind one switch under
+# a root port, the GPU's switch port redirecting P2P, its link at x8 of x16, an IOMMU in
+# translation; then the same fixed; then a GPU on another root port, ACS on above it ---
+# pcidev ROOT TREEPATH VENDOR CLASS [WIDTH MAX ACSCTRL RDMA]
+pcidev() {
+	local sys=$1 path=$2 bdf=${2##*/} d=$1/devices/$2
+	mkdir -p "$d" "$sys/bus/pci/devices"
+	echo "$3" >"$d/vendor"
+	echo "$4" >"$d/class"
+	echo 0 >"$d/numa_node"
+	[ -n "${5:-}" ] && echo "$5" >"$d/current_link_width" && echo "$6" >"$d/max_link_width"
+	head -c 4096 /dev/zero >"$d/config"
+	if [ -n "${7:-}" ]; then # the ACS extended capability at 0x100: ID 0x000d, control at +6
+		printf "\x0d\x00\x01\x00\x00\x00\x$(printf %02x "$7")\x00" |
+			dd of="$d/config" bs=1 seek=256 conv=notrunc status=none
+	fi
+	[ -n "${8:-}" ] && mkdir -p "$d/infiniband/$8"
+	ln -sfn "../../../devices/$path" "$sys/bus/pci/devices/$bdf"
+}
+# pcitree SYS GPU_ACS WIDTH: the switch's tree; the GPU's port's ACS control and link width
+pcitree() {
+	local R=pci0000:40/0000:40:01.1 U=pci0000:40/0000:40:01.1/0000:41:00.0
+	pcidev "$1" $R 0x8086 0x060400 16 16 12
+	pcidev "$1" $U 0x10b5 0x060400 16 16
+	pcidev "$1" $U/0000:42:08.0 0x10b5 0x060400 16 16 "$2"
+	pcidev "$1" $U/0000:42:08.0/0000:43:00.0 0x10de 0x030200 "$3" 16
+	pcidev "$1" $U/0000:42:10.0 0x10b5 0x060400 16 16 1
+	pcidev "$1" $U/0000:42:10.0/0000:44:00.0 0x15b3 0x020700 16 16 "" mlx5_0
+}
+pcitree "$TMP/pci1" 12 8
+mkdir -p "$TMP/pci1/class/iommu/dmar0" "$TMP/proc1" "$TMP/proc2"
+echo "BOOT_IMAGE=/vmlinuz quiet intel_iommu=on" >"$TMP/proc1/cmdline"
+pci() { "${clean_env[@]}" NCCLTRACE_SYSFS=$1 NCCLTRACE_PROCFS=$2 "$NT" doctor 2>&1; }
+out=$(pci "$TMP/pci1" "$TMP/proc1")
+rc=$?
+check pci_acs "exit $rc: $out" -- bash -c 'test "$1" -eq 1 &&
+	grep -qE "^warning ACS 0000:42:08.0 RR,CR: ACS redirect is on at the switch port 0000:42:08.0, between GPU 0000:43:00.0 and mlx5_0 \(0000:44:00.0\): .*NVIDIA/nccl issues .* -> disable ACS on it \(setpci -s 0000:42:08.0 ECAP_ACS\+0x6.w=0000" <<<"$2" &&
+	! grep -qE "ACS 0000:4(0:01.1|2:10.0)" <<<"$2"' _ $rc "$out"
+check pci_link "$out" -- grep -qE '^warning PCIe 0000:43:00.0 x8: the PCIe link of GPU 0000:43:00.0 runs at x8 of its x16' <<<"$out"
+check pci_iommu "$out" -- grep -qE '^warning IOMMU translating: the IOMMU translates DMA .* -> boot with iommu=pt' <<<"$out"
+check pci_seen "$out" -- grep -qE '^info +PCI 1 GPU, 1 RDMA: 1 NVIDIA GPU and 1 RDMA device in the PCI tree' <<<"$out"
+# fixed: ACS off at the port, the link at x16, the IOMMU in passthrough
+pcitree "$TMP/pci2" 0 16
+mkdir -p "$TMP/pci2/class/iommu/dmar0"
+echo "BOOT_IMAGE=/vmlinuz quiet intel_iommu=on iommu=pt" >"$TMP/proc2/cmdline"
+out=$(pci "$TMP/pci2" "$TMP/proc2")
+check pci_fixed "$out" -- grep -q '^no problems in this shell' <<<"$out"
+# a GPU on its own root port, ACS on there: its P2P crosses the root complex anyway
+pcidev "$TMP/pci3" pci0000:80/0000:80:01.0 0x8086 0x060400 16 16 12
+pcidev "$TMP/pci3" pci0000:80/0000:80:01.0/0000:81:00.0 0x10de 0x030200 16 16
+pcidev "$TMP/pci3" pci0000:c0/0000:c0:01.0 0x8086 0x060400 16 16 12
+pcidev "$TMP/pci3" pci0000:c0/0000:c0:01.0/0000:c1:00.0 0x15b3 0x020700 16 16 "" mlx5_1
+out=$(pci "$TMP/pci3" "$TMP/proc2")
+check pci_root_ports "$out" -- bash -c '! grep -q "^warning ACS" <<<"$1" && grep -q "^no problems in this shell" <<<"$1"' _ "$out"
 
 # --- a command's environment: its env prefix; torchrun's --master-port on a port in use ---
 # the command inherits this shell's NCCL_P2P_DISABLE=yes, a value doctor reports ...

@@ -20,6 +20,8 @@
 #include "nccl/ncclsources.h"
 #include "present/dump.h"
 #include "trace/hostcheck.h"
+#include "trace/pcitopo.h"
+#include "diagnose/pcilint.h"
 #include "trace/procfs.h"
 #include "trace/ranks.h"
 #include "util/grow.h"
@@ -339,10 +341,32 @@ static int on_record(void *ctx, json_t *rec, int line)
 
 /* ---- output ---- */
 
+/* This host's PCI tree (doctor before a run, job or not): ACS, links, the IOMMU */
+static int host_pci_lint(struct lint_problem *out, int max)
+{
+	struct pci_dev *d;
+	struct pci_iommu io;
+	int n = pci_scan(&d), k;
+
+	if (n < 0) {
+		fprintf(stderr,
+			"nccltrace: cannot read the PCI devices: %s; the host not checked\n",
+			strerror(-n));
+		return 0;
+	}
+	pci_iommu(&io);
+	k = pci_lint(d, n, &io, out, max);
+	free(d);
+	return k;
+}
+
 static void print_problem(const struct lint_problem *p)
 {
-	printf("%-7s %s%s%s", lint_sev_name(p->sev), p->var[0] ? p->var : "job",
-	       p->var[0] ? "=" : "", p->value);
+	if (p->host) /* "warning ACS 0000:42:08.0 RR,CR: ..." */
+		printf("%-7s %s %s", lint_sev_name(p->sev), p->var, p->value);
+	else
+		printf("%-7s %s%s%s", lint_sev_name(p->sev), p->var[0] ? p->var : "job",
+		       p->var[0] ? "=" : "", p->value);
 	if (p->rank >= 0)
 		printf(" (rank %d)", p->rank);
 	printf(": %s", p->what);
@@ -356,8 +380,11 @@ static json_t *problem_json(const struct lint_problem *p)
 	json_t *o = json_object();
 
 	json_object_set_new(o, "severity", json_string(lint_sev_name(p->sev)));
-	json_object_set_new(o, "variable", p->var[0] ? json_string(p->var) : json_null());
+	json_object_set_new(o, "variable",
+			    p->var[0] && !p->host ? json_string(p->var) : json_null());
 	json_object_set_new(o, "value", p->var[0] ? json_string(p->value) : json_null());
+	if (p->host) /* the host's PCI tree: ACS, PCIe, IOMMU or PCI (what was seen) */
+		json_object_set_new(o, "host", json_string(p->var));
 	json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
 	json_object_set_new(o, "what", json_string(p->what));
 	json_object_set_new(o, "fix", json_string(p->fix));
@@ -493,6 +520,7 @@ int doctor_main(int argc, char **argv)
 		struct envset env = {0};
 
 		n = lint_launch(&env, o.cmd, o.ncmd, o.nccl_lib, p, MAX_PROBLEMS, &nm);
+		n += host_pci_lint(p + n, MAX_PROBLEMS - n);
 		rc = report(&o, env.label, &nm, p, n);
 		env_free(&env);
 	}

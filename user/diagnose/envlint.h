@@ -36,7 +36,8 @@ struct lint_problem {
 	enum lint_sev sev;
 	char var[64];
 	char value[96];
-	int rank; /* -1: not one rank's */
+	int rank;  /* -1: not one rank's */
+	bool host; /* the host's (its PCI tree), not the environment's: var names the part */
 	char what[320];
 	char fix[240];
 };

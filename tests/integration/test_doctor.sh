@@ -4,7 +4,7 @@
 # --master-port), the ranks of a real trace dump, a port really held, the real interfaces and
 # the real NCCL library's names; what sudo's env_reset drops, read from a real ancestor; and a
 # host's PCI tree (ACS, links, the IOMMU) laid out as the kernel's.
-# checks: 44
+# checks: 45
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -192,6 +192,16 @@ out=$("$NT" doctor "$D" 2>&1)
 rc=$?
 check dump_clean "exit $rc: $out" -- test $rc -eq 0
 check dump_ranks_counted "$out" -- grep -q "no problems in 3 ranks of 1 dump" <<<"$out"
+# run checks the host before the launch too: the ACS port a config finding, in the dump and on
+# stderr, with the host's evidence and no setting
+PD=$TMP/pcirun.jsonl
+out=$("${clean_env[@]}" NCCLTRACE_SYSFS=$TMP/pci1 NCCLTRACE_PROCFS=$TMP/proc1 "$NT" run --no-tui \
+	--dump "$PD" -- true 2>&1)
+f=$("$NT" report --json "$PD" | jq -c '[.findings[] | select(.kind == "config" and (.summary | startswith("ACS 0000:42:08.0 RR,CR: ACS redirect")))]')
+check pci_run_config "stderr: $(grep CONFIG <<<"$out"); findings: $f" -- bash -c '
+	grep -q "^nccltrace: CONFIG warning ACS 0000:42:08.0 RR,CR: ACS redirect is on" <<<"$1" &&
+	jq -e "length == 1 and (.[0].evidence[0] | startswith(\"this host'"'"'s PCI tree\")) and
+		(.[0].settings | length == 0)" <<<"$2" >/dev/null' _ "$out" "$f"
 # the same dump with rank 2's environment edited: differences and a duplicate rank show
 jq -c 'if .type=="rank" and .rank==2 then .env.NCCL_SOCKET_IFNAME="eth7" | .env.NCCL_IB_TIMOUT="3" else . end' \
 	"$D" >"$TMP/edited.jsonl"

@@ -217,6 +217,25 @@ static const char *resolve_cmd(const char *c, char *buf, size_t len)
 	return NULL;
 }
 
+/* This host's PCI tree (doctor before a run, job or not): ACS, links, the IOMMU */
+static int host_pci_lint(struct lint_problem *out, int max)
+{
+	struct pci_dev *d;
+	struct pci_iommu io;
+	int n = pci_scan(&d), k;
+
+	if (n < 0) {
+		fprintf(stderr,
+			"nccltrace: cannot read the PCI devices: %s; the host not checked\n",
+			strerror(-n));
+		return 0;
+	}
+	pci_iommu(&io);
+	k = pci_lint(d, n, &io, out, max);
+	free(d);
+	return k;
+}
+
 static int lint_launch(struct envset *env, char **cmd, int ncmd, const char *lib,
 		       struct lint_problem *out, int max, struct nccl_names *nm)
 {
@@ -260,6 +279,7 @@ int doctor_launch_check(char **cmd, int ncmd, const char *nccl_lib, struct lint_
 	struct nccl_names nm = {0};
 	int n = lint_launch(&env, cmd, ncmd, nccl_lib, out, max, &nm);
 
+	n += host_pci_lint(out + n, max - n);
 	snprintf(names_from, len, "%s", nm.from);
 	nccl_names_free(&nm);
 	env_free(&env);
@@ -340,25 +360,6 @@ static int on_record(void *ctx, json_t *rec, int line)
 }
 
 /* ---- output ---- */
-
-/* This host's PCI tree (doctor before a run, job or not): ACS, links, the IOMMU */
-static int host_pci_lint(struct lint_problem *out, int max)
-{
-	struct pci_dev *d;
-	struct pci_iommu io;
-	int n = pci_scan(&d), k;
-
-	if (n < 0) {
-		fprintf(stderr,
-			"nccltrace: cannot read the PCI devices: %s; the host not checked\n",
-			strerror(-n));
-		return 0;
-	}
-	pci_iommu(&io);
-	k = pci_lint(d, n, &io, out, max);
-	free(d);
-	return k;
-}
 
 static void print_problem(const struct lint_problem *p)
 {

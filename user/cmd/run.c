@@ -38,17 +38,28 @@ static void config_finding(struct session *s, const struct lint_problem *p, cons
 	f->conn = -1;
 	f->since_ns = now;
 	snprintf(f->phase, sizeof(f->phase), "before launch");
-	snprintf(f->key, sizeof(f->key), "config:%s", p->var);
-	snprintf(f->summary, sizeof(f->summary), "%s: %s", p->var[0] ? p->var : "job", p->what);
-	if (p->var[0])
+	snprintf(f->key, sizeof(f->key), "config:%s%s%s", p->host ? "host:" : "", p->var,
+		 p->host ? p->value : "");
+	if (p->host) /* the host's PCI tree: "ACS 0000:42:08.0 RR,CR: ACS redirect is on ..." */
+		snprintf(f->summary, sizeof(f->summary), "%s %s: %s", p->var, p->value, p->what);
+	else
+		snprintf(f->summary, sizeof(f->summary), "%s: %s", p->var[0] ? p->var : "job",
+			 p->what);
+	if (p->host)
+		snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]),
+			 "this host's PCI tree (/sys/bus/pci, /sys/class/iommu, /proc/cmdline): "
+			 "%s %s (%s)",
+			 p->var, p->value, lint_sev_name(p->sev));
+	else if (p->var[0])
 		snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]),
 			 "%s=%s in the job's environment (%s)", p->var, p->value,
 			 lint_sev_name(p->sev));
-	snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]), "NCCL's names from %.160s",
-		 from);
+	if (!p->host)
+		snprintf(f->evidence[f->nevidence++], sizeof(f->evidence[0]),
+			 "NCCL's names from %.160s", from);
 	if (p->fix[0])
 		snprintf(f->hypotheses[f->nhyp++], sizeof(f->hypotheses[0]), "%s", p->fix);
-	if (p->var[0]) {
+	if (p->var[0] && !p->host) {
 		snprintf(f->settings[0].name, sizeof(f->settings[0].name), "%s", p->var);
 		snprintf(f->settings[0].value, sizeof(f->settings[0].value), "%s", p->value);
 		snprintf(f->settings[0].source, sizeof(f->settings[0].source), "environ");
@@ -60,8 +71,11 @@ static void config_finding(struct session *s, const struct lint_problem *p, cons
 	session_dump(s, rec);
 	s->nfindings++;
 	fprintf(stderr, "nccltrace: CONFIG %s %s%s%s: %s%s%s\n", lint_sev_name(p->sev),
-		p->var[0] ? p->var : "job", p->var[0] ? "=" : "", p->value, p->what,
-		p->fix[0] ? " -> " : "", p->fix);
+		p->var[0] ? p->var : "job",
+		p->host	    ? " "
+		: p->var[0] ? "="
+			    : "",
+		p->value, p->what, p->fix[0] ? " -> " : "", p->fix);
 }
 
 /*

@@ -90,8 +90,10 @@ check html_phases "no phase slices drawn" -- test "$(grep -o 'class="slice"' <<<
 check html_finding "the finding is not listed" -- grep -q 'STALL rank 1' <<<"$dom"
 # the heat map under the phases: cells where each rank moved bytes, and on the culprit's row a
 # gap (columns with nothing moved) between its first cell and its last: the stall
+# (a canvas a row; the columns it drew, in its data-cols)
 heat_cols() { sed 's/class="row"/\n&/g' <<<"$dom" | grep "^class=\"row\" data-rank=\"$1\"" |
-	grep -o 'class="heat" data-col="[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' | tr '\n' ' '; }
+	grep -o '<canvas class="heat"[^>]*data-cols="[0-9,]*"' | grep -o '"[0-9,]*"$' | tr -d '"' |
+	tr ',' ' '; }
 check html_heat_rows "heat cells per row: 0: $(heat_cols 0)/ 1: $(heat_cols 1)/ 2: $(heat_cols 2)" -- \
 	test -n "$(heat_cols 0)" -a -n "$(heat_cols 1)" -a -n "$(heat_cols 2)"
 # the wait-for graph at the finding: the culprit its root, its waiters the nodes, every one of

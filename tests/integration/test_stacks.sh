@@ -204,9 +204,10 @@ check ring_setup_records "stack records: $(jq -c 'select(.type=="stack") | [.pid
 check ring_setup_job_unharmed "exit $rc: $(tail -2 "$TMP/ring.out")" -- \
 	bash -c "[ $rc -eq 0 ] && grep -q '3 ranks, 6 all-reduces of .* done' '$TMP/ring.out'"
 out=$("$NT" report "$D")
-check report_culprit_stack "$(grep -A4 'stack of the' <<<"$out" | head -12)" -- bash -c "
-	grep -q 'stack of the culprit, pid $p1 thread $p1, blocked in clock_nanosleep' <<<'$out' &&
-	grep -qE '^ +#2 +nap\\+0x[0-9a-f]+ \\(nccljob\\)' <<<'$out'"
+# (the report as an argument: its text has quotes of its own)
+check report_culprit_stack "$(grep -A4 'stack of the' <<<"$out" | head -12)" -- bash -c '
+	grep -q "stack of the culprit, pid $1 thread $1, blocked in clock_nanosleep" <<<"$2" &&
+	grep -qE "^ +#2 +nap\\+0x[0-9a-f]+ \\(nccljob\\)" <<<"$2"' _ "$p1" "$out"
 pkill -9 -f "$NJ" 2>/dev/null
 
 # stripped to .dynsym: the waiter's internal frame is libnccl.so.2+OFFSET, inside the function

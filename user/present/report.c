@@ -569,9 +569,9 @@ static void print_progress(json_t *r)
 	if (max <= 0 || col_s <= 0)
 		return;
 	printf("\nprogress: bytes a second each rank moved, a column %.2fs from %.1fs (%s %s a "
-	       "second; blank: nothing; #N: finding N's culprit)%s:\n",
+	       "second; blank: nothing; #N: the culprit of finding N)%s:\n",
 	       col_s, from_s, utf8 ? "\u2588" : "@", fmt_bytes((uint64_t)max, mb, sizeof(mb)),
-	       per > 1 ? ", the least of each row's ranks" : "");
+	       per > 1 ? ", a row the least of its ranks" : "");
 	for (i = 0; i < nr; i += per) {
 		char label[32];
 		size_t last = i + per < nr ? i + per : nr;
@@ -604,7 +604,7 @@ static void print_progress(json_t *r)
 			mark[c] = i < 9 ? (char)('1' + i) : '+';
 	}
 	if (strspn(mark, " ") < strlen(mark))
-		printf("  %-13s |%s| the findings' numbers, where each opened\n", "findings", mark);
+		printf("  %-13s |%s| where each finding opened, by its number\n", "findings", mark);
 }
 
 static void print_report(json_t *r)

@@ -276,6 +276,11 @@ static void test_sparkline(void **state)
 	tui_frame_free(&f);
 }
 
+/*
+ * One job's snapshots in sequence, one dashboard through them: its rows, then the histories
+ * its later updates build (one test, over 100 lines: split, the second would repeat the setup
+ * and the first updates)
+ */
 static void test_dashboard_model(void **state)
 {
 	struct snap_proc p[3];

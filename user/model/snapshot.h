@@ -202,9 +202,9 @@ struct snap_proc {
 struct snap_conn {
 	uint64_t id; /* kernel struct sock address */
 	struct nt_conn c;
-	int pid;      /* owner tgid */
-	int peer_pid; /* traced process on the other end, -1 if none or unknown */
-	bool closed;  /* seen going to CLOSE, or gone from the kernel's conns map */
+	int pid;       /* owner tgid */
+	int peer_pid;  /* traced process on the other end, -1 if none or unknown */
+	bool closed;   /* seen going to CLOSE, or gone from the kernel's conns map */
 	uint32_t walk; /* the model's: the last walk of the conns map that saw it */
 	uint64_t closed_ns;
 	const char *nccl_label; /* NCCL's name for it ("bootstrap (bootstrap)"), NULL if none */

@@ -376,6 +376,32 @@ static void conn_row(const struct dashboard *d, const struct snapshot *s, int i,
 }
 
 /*
+ * The connection's entry in next: its counters now, and its history moved on from prev (what
+ * is left in prev afterwards is gone), sampled; none past DASH_HIST_CONNS connections
+ */
+static struct prev *next_prev(struct dashboard *d, const struct snapshot *s,
+			      const struct snap_conn *sc, int *np)
+{
+	const struct nt_conn *c = &sc->c;
+	struct prev *old = (struct prev *)prev_of(d, sc->id), *nx = &d->next[(*np)++];
+
+	*nx = (struct prev){
+		sc->id, s->now_ns, c->bytes_sent, c->bytes_recv, c->send_eagain + c->recv_eagain,
+		NULL};
+	if (old) {
+		nx->h = old->h;
+		old->h = NULL;
+	}
+	if (!nx->h && s->nconns <= DASH_HIST_CONNS)
+		nx->h = calloc(1, sizeof(*nx->h));
+	if (nx->h) {
+		hist_sample(nx->h, c->bytes_sent + c->bytes_recv, s->now_ns);
+		d->m.conn_spark_max = hist_max(nx->h, d->m.conn_spark_max);
+	}
+	return nx;
+}
+
+/*
  * Every open connection; from DASH_GROUP_RANKS ranks on, the waiting connections of a
  * finding's waiters (but the expanded finding's) are one row per finding: "31 ranks".
  */
@@ -404,28 +430,7 @@ static void build_conns(struct dashboard *d, const struct snapshot *s, const str
 
 		if ((c->flags & NT_CONN_LISTENER) || c->state == TCP_LISTEN || sc->closed)
 			continue;
-		{
-			struct prev *old = (struct prev *)prev_of(d, sc->id);
-
-			nx = &d->next[np++];
-			*nx = (struct prev){sc->id,
-					    s->now_ns,
-					    c->bytes_sent,
-					    c->bytes_recv,
-					    c->send_eagain + c->recv_eagain,
-					    NULL};
-			/* its history moves on with it; what is left in prev afterwards is gone */
-			if (old) {
-				nx->h = old->h;
-				old->h = NULL;
-			}
-			if (!nx->h && s->nconns <= DASH_HIST_CONNS)
-				nx->h = calloc(1, sizeof(*nx->h));
-			if (nx->h) {
-				hist_sample(nx->h, c->bytes_sent + c->bytes_recv, s->now_ns);
-				d->m.conn_spark_max = hist_max(nx->h, d->m.conn_spark_max);
-			}
-		}
+		nx = next_prev(d, s, sc, &np);
 		waiting = waiting_of(s, in->cfg, wait, at) == i;
 		k = at >= 0 ? waits[at] : -1;
 		if (waiting && nranked >= DASH_GROUP_RANKS && k >= 0 && k < nf &&

@@ -92,10 +92,10 @@ struct tui_model {
 	bool job_done;
 	struct tui_rank *ranks;
 	int nranks;
-	double spark_max; /* the most any rank's history holds: the sparklines' top */
+	double spark_max;	/* the most any rank's history holds: the sparklines' top */
 	struct tui_conn *conns; /* in the order of the sort key */
 	int nconns;
-	double conn_spark_max; /* the most any connection's history holds */
+	double conn_spark_max;	      /* the most any connection's history holds */
 	struct tui_finding *findings; /* open ones first */
 	int nfindings;
 	const char *const *log; /* the last lines of the job's output, oldest first */

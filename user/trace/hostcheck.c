@@ -87,8 +87,7 @@ bool host_port_in_use(void *io, int port)
 	return busy;
 }
 
-/* A one-line sysfs file, without its newline; false if unreadable. */
-static bool read_line(const char *path, char *buf, size_t len)
+bool host_read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");
 	bool ok;
@@ -128,13 +127,13 @@ int host_hca_gid(void *io, const char *hca, int idx, char *type, size_t tlen, ch
 	if (!dev[0])
 		return -ENODEV;
 	snprintf(path, sizeof(path), "%s/%s/ports/1/link_layer", dir, dev);
-	*ib = read_line(path, ll, sizeof(ll)) && !strcmp(ll, "InfiniBand");
+	*ib = host_read_line(path, ll, sizeof(ll)) && !strcmp(ll, "InfiniBand");
 	snprintf(path, sizeof(path), "%s/%s/ports/1/gids/%d", dir, dev, idx);
-	if (!read_line(path, gid, sizeof(gid)) ||
+	if (!host_read_line(path, gid, sizeof(gid)) ||
 	    !strcmp(gid, "0000:0000:0000:0000:0000:0000:0000:0000"))
 		return *ib ? 0 : -ENOENT;
 	snprintf(path, sizeof(path), "%s/%s/ports/1/gid_attrs/types/%d", dir, dev, idx);
-	if (!read_line(path, type, tlen))
+	if (!host_read_line(path, type, tlen))
 		type[0] = '\0';
 	return 0;
 }

@@ -15,6 +15,8 @@ void host_iface_list(char *buf, size_t len);
  * network namespace (two tracers with the same one share 127.0.0.1); "" if unreadable
  */
 void host_loopback_id(char *buf, size_t len);
+/* A one-line sysfs file, without its newline; false if unreadable */
+bool host_read_line(const char *path, char *buf, size_t len);
 /* A TCP port something listens on or holds here. io: unused */
 bool host_port_in_use(void *io, int port);
 /*

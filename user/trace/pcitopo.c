@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
 #include "util/grow.h"
 
@@ -20,18 +21,9 @@ static const char *root(const char *var, const char *dflt)
 static bool read_str(const char *dir, const char *file, char *buf, size_t len)
 {
 	char path[PATH_MAX + 300];
-	FILE *f;
-	bool ok;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	return ok;
+	return host_read_line(path, buf, len);
 }
 
 static long read_num(const char *dir, const char *file, long dflt)

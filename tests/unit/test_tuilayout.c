@@ -276,33 +276,12 @@ static void test_sparkline(void **state)
 	tui_frame_free(&f);
 }
 
-/*
- * One job's snapshots in sequence, one dashboard through them: its rows, then the histories
- * its later updates build (one test, over 100 lines: split, the second would repeat the setup
- * and the first updates)
- */
-static void test_dashboard_model(void **state)
+/* The launcher (no rank, no connection), rank 1 and rank 0; rank 0's connection to rank 1, a
+ * closed one, and the launcher's listener */
+static void dash_world(struct snap_proc *p, struct snap_conn *c)
 {
-	struct snap_proc p[3];
-	struct snap_conn c[3];
-	struct snapshot s = {
-		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
-	struct findings fs;
-	struct finding f = {.kind = FINDING_STALL,
-			    .pid = 102,
-			    .rank = 1,
-			    .nwaiters = 1,
-			    .waiters = {{101, 0}},
-			    .since_ns = 4 * NT_NSEC_PER_SEC};
-	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
-				  .active_window_ns = NT_NSEC_PER_SEC};
-	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
-	struct dashboard *d = dashboard__new();
-	const struct tui_model *m;
-
-	(void)state;
-	memset(p, 0, sizeof(p));
-	memset(c, 0, sizeof(c));
+	memset(p, 0, 3 * sizeof(*p));
+	memset(c, 0, 3 * sizeof(*c));
 	/* the launcher (no rank, no connection), rank 1 and rank 0, in that order */
 	p[0] = (struct snap_proc){.pid = 100, .rank = -1, .state = 'S'};
 	p[1] = (struct snap_proc){.pid = 102, .rank = 1, .state = 'S', .world_size = 2};
@@ -325,6 +304,29 @@ static void test_dashboard_model(void **state)
 	c[2].peer_pid = -1;
 	c[2].c.flags = NT_CONN_LISTENER;
 	c[2].c.state = 10; /* TCP_LISTEN */
+}
+
+static void test_dashboard_model(void **state)
+{
+	struct snap_proc p[3];
+	struct snap_conn c[3];
+	struct snapshot s = {
+		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
+	struct findings fs;
+	struct finding f = {.kind = FINDING_STALL,
+			    .pid = 102,
+			    .rank = 1,
+			    .nwaiters = 1,
+			    .waiters = {{101, 0}},
+			    .since_ns = 4 * NT_NSEC_PER_SEC};
+	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
+				  .active_window_ns = NT_NSEC_PER_SEC};
+	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
+	struct dashboard *d = dashboard__new();
+	const struct tui_model *m;
+
+	(void)state;
+	dash_world(p, c);
 	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
 	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
 	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
@@ -343,6 +345,41 @@ static void test_dashboard_model(void **state)
 	assert_int_equal(m->nfindings, 1);
 	assert_string_equal(m->findings[0].kind, "STALL");
 	assert_true(m->findings[0].since_s == 6.0);
+	/* one second later, 1 MB more: 1 MB/s */
+	s.now_ns += NT_NSEC_PER_SEC;
+	c[0].c.bytes_sent += 1000000;
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
+	findings_free(&fs);
+	dashboard__free(d);
+}
+
+/* Each rank's and connection's history: a sample a second, the oldest leaving past 60 */
+static void test_dashboard_history(void **state)
+{
+	struct snap_proc p[3];
+	struct snap_conn c[3];
+	struct snapshot s = {
+		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
+	struct findings fs;
+	struct finding f = {.kind = FINDING_STALL,
+			    .pid = 102,
+			    .rank = 1,
+			    .nwaiters = 1,
+			    .waiters = {{101, 0}},
+			    .since_ns = 4 * NT_NSEC_PER_SEC};
+	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
+				  .active_window_ns = NT_NSEC_PER_SEC};
+	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
+	struct dashboard *d = dashboard__new();
+	const struct tui_model *m;
+
+	(void)state;
+	dash_world(p, c);
+	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
+	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
+	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	assert_non_null(m);
 	/* one second later, 1 MB more: 1 MB/s */
 	s.now_ns += NT_NSEC_PER_SEC;
 	c[0].c.bytes_sent += 1000000;
@@ -538,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_main_80x24),	 cmocka_unit_test(test_main_200x60),
 		cmocka_unit_test(test_small_and_views),	 cmocka_unit_test(test_scroll_and_sort),
 		cmocka_unit_test(test_sparkline),	 cmocka_unit_test(test_dashboard_model),
+		cmocka_unit_test(test_dashboard_history),
 		cmocka_unit_test(test_dashboard_groups), cmocka_unit_test(test_via),
 		cmocka_unit_test(test_hostile_text),
 	};

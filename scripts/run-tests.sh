@@ -81,10 +81,12 @@ sanitizer_reports() {
 	runner_fail "$1" sanitizer "$n report(s), the first: $(grep -m1 -E '^SUMMARY:|runtime error' "$first" || head -1 "$first") ($first)"
 }
 
-run_script() {
-	local t=$1 name want line n got=0 rc='' left=0 start marker msg
+# start_script SCRIPT: runs SCRIPT in the background, its output to LANE_DIR/NAME.out and its
+# exit status, what it left running and how long it took to LANE_DIR/NAME.meta; ASYNC_PID is
+# the runner's pid
+start_script() {
+	local t=$1 name start marker
 	name=$(basename "$t" .sh)
-	want=$(declared "$t")
 	start=$(date +%s)
 	marker="NT_TEST_RUN=$name-$$-$start"
 	local san=() sandir=
@@ -96,17 +98,24 @@ run_script() {
 		san=("ASAN_OPTIONS=${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}log_path=$sandir/report"
 			"UBSAN_OPTIONS=${UBSAN_OPTIONS:-}${UBSAN_OPTIONS:+:}print_stacktrace=1:log_path=$sandir/report")
 	fi
+	(
+		env "$marker" "${san[@]}" timeout -k 15 "$limit" bash "$t" >"$LANE_DIR/$name.out" 2>&1 </dev/null
+		r=$?
+		# what the script left behind (a killed one's tracer, its job in a session of its
+		# own) is killed here
+		echo "$r $(kill_marked "$marker") $(($(date +%s) - start))" >"$LANE_DIR/$name.meta"
+	) &
+	ASYNC_PID=$!
+	MARKERS[$ASYNC_PID]=$marker
+}
+
+# finish_script SCRIPT: its output (as SCRIPT: LINE) and counts, once start_script's run ended
+finish_script() {
+	local t=$1 name want line n got=0 rc left took msg sandir=
+	name=$(basename "$t" .sh)
+	want=$(declared "$t")
+	read -r rc left took <"$LANE_DIR/$name.meta"
 	while IFS= read -r line; do
-		case "$line" in
-		__rc=*)
-			rc=${line#__rc=}
-			continue
-			;;
-		__left=*)
-			left=${line#__left=}
-			continue
-			;;
-		esac
 		echo "$name: $line"
 		case "$line" in
 		PASS\ *)
@@ -125,15 +134,8 @@ run_script() {
 			got=$((got + n))
 			;;
 		esac
-	done < <(
-		# what the script left behind (a killed one's tracer, its job in a session of its
-		# own) is killed here, before the loop can end: it may hold the pipe open
-		env "$marker" "${san[@]}" timeout -k 15 "$limit" bash "$t" 2>&1
-		r=$?
-		echo "__left=$(kill_marked "$marker")"
-		echo "__rc=$r"
-	)
-	msg="took $(($(date +%s) - start))s"
+	done <"$LANE_DIR/$name.out"
+	msg="took ${took}s"
 	[ "$left" -gt 0 ] && msg+=", killed $left processes it left behind"
 	echo "$name: $msg"
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
@@ -142,12 +144,56 @@ run_script() {
 	fi
 	# a script that dies without saying FAIL still fails
 	[ "$rc" = 0 ] || runner_fail "$name" exit "exited ${rc:-?}"
-	[ -z "$sandir" ] || sanitizer_reports "$name" "$sandir"
+	[ -n "${NT_SANITIZER_LOGS:-}" ] && sanitizer_reports "$name" "$NT_SANITIZER_LOGS/$name"
 	if [ -z "$want" ]; then
 		runner_fail "$name" count "declares no count (a line '# checks: N')"
 	elif [ "$got" -ne "$want" ]; then
 		runner_fail "$name" count "reported $got checks, declares $want"
 	fi
+}
+
+# Lanes: NT_LANES scripts at a time (default 1), each script's lines printed together as it
+# ends. A script that declares "# lane: alone" (it loads the machine, or measures what a
+# neighbour would disturb) runs with no other beside it: those first, one after another; then
+# the others, those that declare "# lane: long" first, so that no long one starts last.
+declare -A RUNNING=() MARKERS=()
+reap_one() {
+	local pid
+	wait -n -p pid "${!RUNNING[@]}"
+	finish_script "${RUNNING[$pid]}"
+	unset "RUNNING[$pid]" "MARKERS[$pid]"
+}
+# the runner stopped (^C, a SIGTERM): what its running scripts started goes with it
+stop_lanes() {
+	local m
+	trap - INT TERM
+	for m in "${MARKERS[@]}"; do kill_marked "$m" >/dev/null; done
+	exit 130
+}
+trap stop_lanes INT TERM
+lane_of() { sed -n 's/^# lane: \([a-z]*\)\( .*\)\{0,1\}$/\1/p' "$1" | head -1; }
+lanes_run() {
+	local t lanes=${NT_LANES:-1} alone=() long=() rest=()
+	for t in "$@"; do
+		case $(lane_of "$t") in
+		alone) alone+=("$t") ;;
+		long) long+=("$t") ;;
+		*) rest+=("$t") ;;
+		esac
+	done
+	LANE_DIR=$(mktemp -d /tmp/nccltrace-lanes.XXXXXX)
+	for t in "${alone[@]}"; do
+		start_script "$t"
+		RUNNING[$ASYNC_PID]=$t
+		reap_one
+	done
+	for t in "${long[@]}" "${rest[@]}"; do
+		while [ ${#RUNNING[@]} -ge "$lanes" ]; do reap_one; done
+		start_script "$t"
+		RUNNING[$ASYNC_PID]=$t
+	done
+	while [ ${#RUNNING[@]} -gt 0 ]; do reap_one; done
+	rm -rf "$LANE_DIR"
 }
 
 run_integration() {
@@ -172,6 +218,7 @@ run_integration() {
 		runner_fail integration all "BPF not usable here: $why (SKIP_INTEGRATION=1 to skip them)"
 		return
 	fi
+	local todo=()
 	for t in "$dir"/test_*.sh; do
 		[ -e "$t" ] || continue
 		# SKIP_SCRIPTS="test_a test_b": scripts this pass leaves out, said with SKIP_SCRIPTS_WHY
@@ -181,8 +228,9 @@ run_integration() {
 			skipped=$((skipped + ${d:-0}))
 			continue
 		fi
-		run_script "$t"
+		todo+=("$t")
 	done
+	lanes_run "${todo[@]}"
 }
 
 mode=

@@ -17,6 +17,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -336,6 +337,7 @@ static void ring_step_spin(struct ring *r)
 	size_t sent = 0, got = 0;
 
 	while (sent < r->size || got < r->size) {
+		size_t before = sent + got;
 		ssize_t n;
 
 		if (sent < r->size) {
@@ -357,6 +359,11 @@ static void ring_step_spin(struct ring *r)
 			else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				ring_io_fail(r, "recv", r->prev, errno);
 		}
+		/* a round that moved nothing gives the CPU to whoever wants it (the tracer, the
+		 * peer it waits for) and spins on: still a storm of EAGAIN, no longer one that
+		 * starves a loaded machine */
+		if (sent + got == before)
+			sched_yield();
 	}
 }
 

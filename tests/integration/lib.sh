@@ -255,10 +255,35 @@ detected() {
 		$((thr + 1000)) "$(marker_quiet_ns "$2")"
 }
 
-# processes of the demo job left behind?
-no_leftovers() { ! pgrep -f "$RJ" >/dev/null; }
+# own_pids PATTERN | own_pids PGREP-ARGS...: the pids of processes whose command line matches
+# PATTERN (pgrep -f; or those pgrep's arguments choose) that
+# this script started: scripts/run-tests.sh runs scripts side by side (lanes), each with its
+# own marker NT_TEST_RUN in the environment of everything it starts (the jobs, their sessions
+# of their own, the user nobody's); run by hand, without a marker, every match
+own_pids() {
+	local p a=("$@")
+	[ $# -eq 1 ] && a=(-f "$1")
+	for p in $(pgrep "${a[@]}"); do
+		if [ -n "${NT_TEST_RUN:-}" ]; then
+			{ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null |
+				grep -qxF "NT_TEST_RUN=$NT_TEST_RUN" || continue
+		fi
+		echo "$p"
+	done
+}
+# own_pkill PATTERN: SIGKILL own_pids PATTERN
+own_pkill() {
+	local p
+	for p in $(own_pids "$1"); do kill -9 "$p" 2>/dev/null; done
+	true
+}
+# own_running PATTERN | own_running PGREP-ARGS...: one of own_pids is there
+own_running() { [ -n "$(own_pids "$@")" ]; }
 
-kill_leftovers() { pkill -9 -f "$RJ" 2>/dev/null; true; }
+# processes of the demo job left behind?
+no_leftovers() { ! own_running "$RJ"; }
+
+kill_leftovers() { own_pkill "$RJ"; }
 
 # jq_ok FILTER FILE: the filter yields true for some record
 # (jq -e alone judges only the last record)

@@ -8,6 +8,7 @@
 # every rank at once (an evaluation), a rank 20 % slower (a straggler), a job idle between
 # bursts. The 30-run tallies and the latency distribution are scripts/bench-threshold.sh's.
 # checks: 29
+# lane: alone (it learns a job's rhythm: a neighbour's load would be jitter in it)
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

@@ -8,13 +8,14 @@
 # program; a healthy job gives no finding; bad pids and missing privileges give one line and
 # their sysexits code.
 # checks: 62
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
 need_fixture attach "$NJ" || end_checks
 THRESH=2
 JOBS=()
-at_exit 'for p in "${JOBS[@]}"; do kill -9 -- -"$p" "$p" 2>/dev/null; done; kill_leftovers; pkill -9 -f "$NJ" 2>/dev/null'
+at_exit 'for p in "${JOBS[@]}"; do kill -9 -- -"$p" "$p" 2>/dev/null; done; kill_leftovers; own_pkill "$NJ"'
 
 # nccltrace's BPF programs (by name) that no live process holds: left behind. Every program and
 # link (uprobes included) of a nccltrace is held by its file descriptors only, so one held by

@@ -88,7 +88,7 @@ unharmed healthy
 
 # --- NCCL 2.21 (no seqNumber; comm->sharedRes->collOpCount): the rank behind in all ---
 LD_LIBRARY_PATH=$ROOT/build/fakenccl-2.21.5 attach_shm v221 4 --ranks 3 --iters 20 \
-	--import-delay 0 --fault in-collective --fault-rank 1 --fault-for 10
+	--import-delay 0 --fault in-collective --fault-rank 1 --fault-for 14
 check v221_culprit "exit $rc, $(kind_ranks "$f") $(culprit "$f"), the job says rank 1 pid $p" -- \
 	test $rc -eq 1 -a "$(kind_ranks "$f")" = "stall 1" -a "$(culprit "$f")" = "rank 1 pid $p"
 scans v221 3
@@ -98,7 +98,7 @@ unharmed v221
 # wrong culprit (with the cache of its build-id, the unstripped build's, it is named as above) ---
 mkdir -p "$TMP/no-cache"
 NCCLTRACE_CACHE_DIR=$TMP/no-cache LD_LIBRARY_PATH=$ROOT/build/fakenccl-stripped attach_shm stripped 4 \
-	--ranks 3 --iters 20 --fault in-collective --fault-rank 1 --fault-for 10
+	--ranks 3 --iters 20 --fault in-collective --fault-rank 1 --fault-for 14
 check stripped_said "no word of the scan it could not do: $(grep -m1 endMagic "$TMP/stripped.err")" -- \
 	grep -q "has no ncclComm.endMagic offset" "$TMP/stripped.err"
 check stripped_no_wrong_culprit "exit $rc, $(kind_ranks "$f") $(culprit "$f"), the job says rank 1 pid $p" -- \

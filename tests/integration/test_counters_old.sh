@@ -9,6 +9,7 @@
 # the others all-reduce, which totals cannot tell, names no wrong rank (and the right one with
 # --collectives, whose probe gives each rank's function).
 # checks: 29
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -74,7 +75,7 @@ check stall_ahead "ranks 0 and 2's 21 not in the evidence: $(jq -c '.[0].evidenc
 	test "$(evidence_n "$f" "^ranks 0,2 \\(2\\) launched 21 collectives \\(all functions together\\) on comm $hash \\($SRC\\)")" = 1
 check stall_dump_counts "counts in the dump: $(totals "$D")" -- test "$(totals "$D")" = "0:40 1:40 2:40"
 detected stall "$OUT" "$D" stall $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- healthy: busy, slow, idle at the end; nothing found, every launch counted once ---
 n=0
@@ -102,7 +103,7 @@ check straggler_source "the counts' source not in the evidence: $(jq -c '.[0].ev
 	test "$(evidence_n "$f" "^rank 1 alone behind in [0-9]+ of [0-9]+ samples.*\\($SRC sampled every tick\\)")" = 1
 check straggler_comm "comm $(jq -r '.[0].comm_hash' <<<"$f"), the ranks' $(comm_of "$D")" -- \
 	test "$(jq -r '.[0].comm_hash' <<<"$f")" = "$(comm_of "$D")"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- rank 1 broadcasts its 21st collective where ranks 0 and 2 all-reduce: every rank has
 # launched 21, and totals cannot say who is in which function. The job hangs until the launcher
@@ -118,7 +119,7 @@ check mismatch_ran "no marker, or no exit: $(marker "$OUT"), first exit $died" -
 check mismatch_counted "counts: $(totals "$D"), want 21 each (the broadcast counted as 2.21 counts it)" -- \
 	test "$(totals "$D")" = "0:21 1:21 2:21"
 check mismatch_no_wrong_culprit "named while the ranks lived: $wrong" -- test "$wrong" = "[]"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- the same with --collectives: the probe on ncclEnqueueCheck tells each rank's function ---
 traced mismatch_args --collectives -- --ranks 3 --iters 40 --step-delay 0 --fault mismatch \
@@ -132,5 +133,5 @@ check mismatch_args_culprit "named $(culprit "$f"), the job says rank 1 pid $(ma
 check mismatch_args_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
 	jqe '.[0].summary | test("rank 1 in Broadcast as collective 21 \\(count 65536 float32 root 0\\), ranks 0,2 in AllReduce as collective 21 \\(count 65536 float32\\)")' <<<"$f"
 detected mismatch_args "$OUT" "$D" collective_mismatch $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 end_checks

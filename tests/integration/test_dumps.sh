@@ -57,11 +57,12 @@ one() {
 export -f one
 export PLAIN NT TMP
 
-# same KIND WHAT: every dump through one(), two at a time
+# same KIND WHAT: every dump through one(), as many at a time as CPUs, at the lowest priority
+# (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch
 same() {
 	local kind=$1 what=$2 diff
 	mkdir -p "$TMP/$kind"
-	diff=$(printf '%s\0' "${DUMPS[@]}" | xargs -0 -P "$(nproc)" -I{} bash -c 'one "$1" "$2"' _ {} "$kind")
+	diff=$(printf '%s\0' "${DUMPS[@]}" | nice -n 19 xargs -0 -P "$(nproc)" -I{} bash -c 'one "$1" "$2"' _ {} "$kind")
 	check "${kind}_same" "$what differs on $(wc -l <<<"$diff") dumps, e.g. ${diff%%$'\n'*}" -- \
 		test -z "$diff"
 }

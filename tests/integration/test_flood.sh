@@ -9,6 +9,7 @@
 # record class (NCCL probe hits, TCP state changes, processes) is held to the budget, counted as
 # suppressed, and the tick keeps its period.
 # checks: 66
+# lane: alone (a flood of both CPUs: its drops and speed are measured)
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -37,7 +38,7 @@ late_rank() {
 	env ${lib:+LD_LIBRARY_PATH=$(dirname "$lib")} "$NT" run -t $THRESH --no-tui --dump "$D" "$@" -- \
 		"$NJ" --ranks "$ranks" --iters 4 --fault ring-setup --fault-rank $r --fault-for 7 \
 		--timeout 40 >"$OUT" 2>&1
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 	f=$(findings "$D")
 	ft=$(footer "$D")
 	echo "# $name: $(jq -c '{lost, suppressed: .suppressed.total, poll_calls: .totals.poll_calls, tracer_cpu_s: .totals.tracer_cpu_s}' <<<"$ft"), dump $(($(stat -c %s "$D") / 1000)) kB"

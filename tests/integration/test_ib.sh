@@ -79,7 +79,7 @@ got=$(jq '[.traceEvents[] | select(.cat=="verbs" and .ph=="i" and (.name | test(
 check convert_qps "$got RTS instants in the Perfetto trace, the HCA made $n_rts" -- test "$got" = "$n_rts"
 check no_poll_events "ncclIbConnect/Accept calls reached the dump one by one" -- \
 	no_record 'select(.type=="nccl" and (.probe=="ib_connect" or .probe=="ib_accept"))' "$D"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- the HCA raises IBV_EVENT_QP_FATAL on rank 1's QP: ib_error with the QP, its peer, settings ---
 D=$TMP/async.jsonl
@@ -103,7 +103,7 @@ check async_setting "NCCL_IB_TIMEOUT not as NCCL read it" -- \
 	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "14 read"
 check async_hypothesis "$(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("moved QP 0x[0-9a-f]+ to the error state")' <<<"$f"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- a completion error over a real IB connection: its peer address is a rank's socket ---
 D=$TMP/ibwarn.jsonl
@@ -114,7 +114,7 @@ check warn_kind "findings: $(kind_ranks "$f")" -- \
 	test "$(kind_ranks "$f")" = "ib_error 1"
 check warn_peer_rank "peer rank $(jq -r '.[0].peer_rank' <<<"$f"): $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '(.[0].peer_rank == 2) and (.[0].evidence | map(select(test("^peer 127.0.0.1<[0-9]+> is rank 2 "))) | length == 1)' <<<"$f"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- rank 1 blocks inside ncclIbAccept: the silent IB ring-setup hang, named in time ---
 D=$TMP/handshake.jsonl
@@ -133,5 +133,5 @@ check handshake_qps "no waiter QP short of RTS in the evidence" -- \
 check handshake_settings "IB settings not listed" -- \
 	jqe '.[0].settings | has("NCCL_IB_GID_INDEX")' <<<"$f"
 detected handshake "$TMP/hs.out" "$D" ring_setup_blocked $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 end_checks

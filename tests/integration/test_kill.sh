@@ -67,7 +67,7 @@ bad_progs=() bad_job=() bad_ptrace=() bad_dump=() started=0 held=0
 # no process of the job (the demo ranks, its shell) stopped or traced by a dead tracer
 job_free() {
 	local p
-	for p in $(pgrep -f "$RJ"); do
+	for p in $(own_pids "$RJ"); do
 		for st in /proc/$p/task/*/status; do
 			grep -qE '^State:\s+t' "$st" 2>/dev/null && return 1
 			grep -qE '^TracerPid:\s+[1-9]' "$st" 2>/dev/null && return 1
@@ -89,7 +89,7 @@ for i in $(seq 1 "$N"); do
 	free=1
 	for _ in $(seq 1 50); do
 		job_free || free=0
-		pgrep -f "$RJ" >/dev/null || break
+		own_running "$RJ" || break
 		sleep 0.1
 	done
 	[ $free = 1 ] || bad_ptrace+=("$at")

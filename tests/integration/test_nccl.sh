@@ -4,6 +4,7 @@
 # types and struct layouts, real TCP between real processes): phases, communicators, sockets,
 # settings, warnings, thread roles and collective counts reach the dump.
 # checks: 92
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -80,7 +81,7 @@ setup_fault() { # FAULT KIND
 		test "$(culprit "$f")" = "rank 1 pid $(marker_pid "$OUT")"
 	check "${1}_one" "$(jq length <<<"$f") findings" -- test "$(jq length <<<"$f")" = 1
 	detected "$1" "$OUT" "$D" "$2" $THRESH
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 }
 setup_fault ring-setup ring_setup_blocked
 setup_fault before-init init_blocked
@@ -109,7 +110,7 @@ check refused_warn "NCCL's WARN not in the evidence" -- \
 	jqe '.[0].evidence | map(select(test("NCCL WARN on rank 1 .*exceeded error retry count"))) | length == 1' <<<"$f"
 check refused_fake_name "NCCL_SOCKET_TIMEOUT not called out" -- \
 	jqe '(.[0].settings.NCCL_SOCKET_TIMEOUT.source == "not read") and (.[0].hypotheses | map(select(test("NCCL_SOCKET_TIMEOUT=30 is set, but NCCL has no socket or connect timeout"))) | length == 1)' <<<"$f"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- collectives that do not match, and a straggler: NCCL's own counters name the rank ---
 coll_fault() { # NAME FAULT KIND RANK TIMEOUT [nccltrace options...]
@@ -133,7 +134,7 @@ coll_fault() { # NAME FAULT KIND RANK TIMEOUT [nccltrace options...]
 			$(((THRESH + 1) * 1000)) ;;
 	stall) detected "$name" "$OUT" "$D" "$kind" $THRESH ;;
 	esac
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 }
 coll_fault mismatch mismatch collective_mismatch 1 6
 coll_fault count_mismatch count-mismatch collective_mismatch 2 6 --collectives
@@ -166,7 +167,7 @@ detected quiet "$TMP/quiet.out" "$D" stall $THRESH
 # the socket evidence comes back with the hooks: a waiter's receive calls got EAGAIN again
 check quiet_socket_evidence "no EAGAIN evidence after the hooks came back" -- \
 	jq_ok 'select(.type=="finding" and .event=="close") | .evidence[] | test("receive calls got EAGAIN|blocked in receive")' "$D"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 D=$TMP/always.jsonl
 "$NT" run --tcp-hooks always --dump "$D" -- "$NJ" --ranks 2 --iters 120 --step-delay 0.03 \
 	>/dev/null 2>&1
@@ -189,7 +190,7 @@ check ib_error_settings "NCCL_IB_TIMEOUT not as NCCL read it" -- \
 	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "14 read"
 check ib_error_exit "the rank's exit is not in the evidence" -- \
 	jqe '.[0].evidence | map(select(test("exited with status 5 afterwards"))) | length == 1' <<<"$f"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- healthy jobs, busy, idle, slow, with and without --collectives: never a finding ---
 healthy=0
@@ -221,7 +222,7 @@ check unreachable_local_port "the connect's local port is missing" -- \
 check unreachable_hypothesis "no dropped-packets hypothesis: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("are dropped .* SYN timeout")' <<<"$f"
 detected unreachable "$TMP/unreachable.out" "$D" ring_setup_blocked $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 D=$TMP/refused-default.jsonl
 "$NT" run -t $THRESH --dump "$D" -- "$NJ" --ranks 3 --iters 4 --fault refused --fault-rank 1 \
 	--timeout 6 >"$TMP/refused-default.out" 2>&1
@@ -233,7 +234,7 @@ check refused_retrying_summary "$(jq -r '.[0].summary' <<<"$f")" -- \
 check refused_retrying_window "no retry window: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("gives up after 34 retries, 59.5 s of sleeps")' <<<"$f"
 detected refused_retrying "$TMP/refused-default.out" "$D" ring_setup_blocked $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- a stripped library: warned about, socket tracing and diagnosis go on ---
 out=$("$NT" probes "$STRIPPED" 2>&1)
@@ -248,5 +249,5 @@ check stripped_warned "no warning about missing probes" -- grep -q "core NCCL pr
 check stripped_still_diagnosed "the stalled rank was not named: $(findings "$D")" -- \
 	test "$(findings "$D" | jq -r '.[0].rank')" = 1
 kill_leftovers
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 end_checks

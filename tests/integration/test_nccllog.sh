@@ -7,6 +7,7 @@
 # each process's file as it grows, and puts the facts into the dump, the findings and report; a
 # job's own NCCL_DEBUG is left alone, its own NCCL_DEBUG_FILE read.
 # checks: 50
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -198,7 +199,7 @@ detected ring "$TMP/ring.out" "$D" ring_setup_blocked $THRESH
 out=$("$NT" report "$D")
 check ring_report "report does not show rank 0's transport to rank 1" -- \
 	contains "$out" "via: rank 0 -> rank 1 NET/Socket/0 on channel 0 [send]"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- a launcher nccltrace does not know (no RANK): the rank as NCCL's log tells it ---
 D=$TMP/norank.jsonl
@@ -210,7 +211,7 @@ check norank_told "-v does not name the ranks from NCCL's log" -- \
 check norank_stall "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "stall 1"
 check norank_report "report --json ranks: $("$NT" report --json "$D" | jq -c '.ranks | map([.rank, .rank_source])' 2>&1)" -- \
 	jqe '.ranks | map(select(.rank_source == "NCCL log")) | map(.rank) | sort == [0,1,2]' <<<"$("$NT" report --json "$D")"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- NCCL 2.21's log (build/fakenccl-2.21.5): rings connected inside init, before Init COMPLETE
 # and without PXN/GDR, commId not the commHash, the ring's ranks padded, "Bootstrap : Using", and
@@ -239,7 +240,7 @@ check v221_p2p_disable "the settings the log shows: $(jq -c '.[0].evidence' <<<"
 	jqe '.[0].evidence | map(select(test("NET/Socket/0, with NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1, NCCL_SOCKET_IFNAME=lo set by environment;"))) | length == 1' <<<"$f"
 check v221_p2p_level_unset "NCCL_P2P_LEVEL: $(first_setting "$f" NCCL_P2P_LEVEL)" -- \
 	test "$(first_setting "$f" NCCL_P2P_LEVEL)" = "null unset"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- a stripped library (no probes): what NCCL read, nccl.conf too, from its own log ---
 STRIPPED=$ROOT/build/fakenccl-stripped/libnccl.so.2
@@ -254,5 +255,5 @@ check stripped_conf_from_log "NCCL_IB_TIMEOUT: $(first_setting "$f" NCCL_IB_TIME
 	test "$(first_setting "$f" NCCL_IB_TIMEOUT)" = "19 log"
 check stripped_transport "no transport in the evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '.[0].evidence | map(select(test("^NCCL log: rank [0-2] -> rank [0-2] via NET/Socket/0"))) | length == 1' <<<"$f"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 end_checks

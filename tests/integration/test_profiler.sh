@@ -6,6 +6,7 @@
 # that completes, a job's own plugin left alone, a stall named from the plugin's counters.
 # STRIPPED may name another stripped build of the fake (a hidden-visibility one, say).
 # checks: 46
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -133,7 +134,7 @@ mismatch() { # NAME RANKS LIB-DIR-OR-EMPTY
 	exits=$(jq -r 'select(.type=="proc" and .event=="exit") | .ts_ns' "$D" | sort -n | tail -1)
 	check "${1}_stays_open" "closed at ${closed:-never}, the job's last exit at $exits" -- \
 		test -n "$closed" -a -n "$exits" -a "${closed:-0}" -ge "${exits:-1}"
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 }
 mismatch mismatch3 3 ""
 # two ranks on the stripped library: no majority; rank 1 is the one that changed its count
@@ -194,7 +195,7 @@ check stall_counters "no counts from the plugin in the evidence: $(jq -c '.[0].e
 check stall_waiter "rank 0 not shown ahead: $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '.[0].evidence | map(select(test("^rank 0 \\(pid [0-9]+\\) launched AllReduce 21 on comm [0-9a-f]+ \\(NCCL profiler plugin\\)"))) | length == 1' <<<"$f"
 detected stall "$TMP/stall.out" "$D" stall $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # --- rank 1 late to the first collective, stripped: ring setup from the plugin's API events ---
 D=$TMP/setup.jsonl
@@ -205,5 +206,5 @@ check setup_kind "findings: $f" -- test "$(kind_ranks "$f")" = "ring_setup_block
 check setup_evidence "the waiters' place not from the plugin: $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '.[0].evidence | map(select(test("^rank [02] \\(pid [0-9]+\\) in NCCL transport setup for [0-9.]+s, now in ncclGroupEnd before its first launch \\(NCCL profiler plugin\\)"))) | length == 2' <<<"$f"
 detected setup "$TMP/setup.out" "$D" ring_setup_blocked $THRESH
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 end_checks

@@ -10,6 +10,7 @@
 # is unknown (3.8) is said in one line. A job started as another user (--user nobody). nccltrace
 # SIGKILLed while it takes stacks leaves no rank stopped or traced.
 # checks: 40
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 JOB=$ROOT/tests/fixtures/pyring.py
@@ -21,7 +22,7 @@ PY311=/usr/bin/python3.11
 PY313=$(find_python 3.13)
 PY38=$(find_python 3.8)
 
-kill_job() { pkill -9 -f "tests/fixtures/pyring.py" 2>/dev/null; true; }
+kill_job() { own_pkill "tests/fixtures/pyring.py"; }
 at_exit kill_job
 
 # marker OUT KIND: "rank pid file line" of the job's "pyring: KIND" line of rank 1 (STALL) or 2,
@@ -122,7 +123,7 @@ fi
 # threads of the job's processes that are stopped (T, t) or traced: "status-file:state:tracer"
 held() {
 	local p
-	for p in $(pgrep -f "$JOB"); do
+	for p in $(own_pids "$JOB"); do
 		grep -H -E '^(State|TracerPid):' /proc/"$p"/task/*/status 2>/dev/null
 	done | awk '{f = $1; sub(/:(State|TracerPid):$/, "", f)} /State:/ {s[f] = $2} /TracerPid:/ {t[f] = $2}
 		END {for (f in s) if (s[f] == "T" || s[f] == "t" || t[f] != 0) printf "%s:%s:%s ", f, s[f], t[f]}'
@@ -142,7 +143,7 @@ for at in 0 0.35 1.2; do
 	h=$(held)
 	check "kill_${at}_not_held" "threads left stopped or traced: $h" -- test -z "$h"
 	check "kill_${at}_job_runs" "the job's ranks are gone or not running" -- \
-		test "$(pgrep -fc "$JOB")" -ge 4
+		test "$(own_pids "$JOB" | wc -l)" -ge 4
 	kill_job
 done
 

@@ -86,7 +86,8 @@ kill -TERM $ntpid
 wait $ntpid
 rc=$?
 check sigterm_forwarded "exit $rc, want 143" -- test $rc -eq 143
-check sigterm_no_orphan "the job's sleep survived" -- bash -c "! pgrep -fx 'sleep 31' >/dev/null"
+no_sleep31() { ! own_running -fx 'sleep 31'; }
+check sigterm_no_orphan "the job's sleep survived" -- no_sleep31
 check sigterm_dump_complete "no footer after SIGTERM" -- \
 	jq_ok 'select(.type=="footer")' "$TMP/sig.jsonl"
 # a SIGTERM while nccltrace still loads its programs (the job not started yet): the same exit
@@ -102,6 +103,6 @@ for d in 0.1 0.3 0.6; do
 	jq_ok 'select(.type=="footer")' "$TMP/early-$d.jsonl" && [ $rc -eq 143 ] ||
 		early+="at ${d}s: exit $rc, $(jq -s '[.[] | select(.type=="footer")] | length' "$TMP/early-$d.jsonl" 2>&1) footers, $(tail -1 "$TMP/early-$d.err"); "
 done
-pkill -fx 'sleep 31' 2>/dev/null
+for p in $(own_pids -fx 'sleep 31'); do kill "$p"; done
 check sigterm_early_dump_complete "$early" -- test -z "$early"
 end_checks

@@ -5,6 +5,7 @@
 # exactly one finding naming it, within the threshold + 1 s; no finding on healthy runs; two
 # independent rings hung at once are two findings.
 # checks: 53
+# lane: alone (16 and more ranks on 2 CPUs, their latencies measured)
 . "$(dirname "$0")/lib.sh"
 
 need_bpf scale || end_checks
@@ -21,7 +22,7 @@ one_run() {
 	stop) kind=peer_stopped ;;
 	exit) kind=peer_dead ;;
 	esac
-	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 14 \
+	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 11 \
 		--stall-rank "$rank" --stall-after 3 --stall-for 6 --stall-mode "$mode" >"$OUT" 2>&1
 	kill_leftovers
 	f=$(findings "$D")
@@ -55,7 +56,7 @@ check waiters_as_ranges "summary: $(jq -r '.[0].summary' <<<"$f")" -- \
 
 for i in 1 2 3 4 5; do
 	D=$TMP/healthy$i.jsonl
-	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 10 \
+	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 7 \
 		>"$TMP/healthy$i.out" 2>&1
 	rc=$?
 	kill_leftovers
@@ -77,7 +78,7 @@ D=$TMP/fake16.jsonl
 	"$NT" run -t $THRESH --fixed-threshold --no-tui --dump "$D" -- "$ROOT/build/nccljob" \
 		--ranks 16 --iters 40 \
 		--fault in-collective --fault-rank $r --fault-for 6 --timeout 60 >"$TMP/fake16.out" 2>&1
-	pkill -9 -f "$ROOT/build/nccljob" 2>/dev/null
+	own_pkill "$ROOT/build/nccljob"
 	f=$(findings "$D")
 	check fake16_one_culprit "findings: $(jq -c 'map({kind, rank})' <<<"$f")" -- \
 		test "$(jq length <<<"$f")" -eq 1

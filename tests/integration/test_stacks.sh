@@ -7,6 +7,7 @@
 # the stacks of the culprit and of a waiting rank in the finding's evidence, the dump and the
 # report, with the full and the stripped library.
 # checks: 21
+# lane: long
 . "$(dirname "$0")/lib.sh"
 
 SJ=$ROOT/build/stackjob/stackjob
@@ -27,7 +28,7 @@ JOBS=()
 cleanup() {
 	local p
 	for p in "${JOBS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -208,7 +209,7 @@ out=$("$NT" report "$D")
 check report_culprit_stack "$(grep -A4 'stack of the' <<<"$out" | head -12)" -- bash -c '
 	grep -q "stack of the culprit, pid $1 thread $1, blocked in clock_nanosleep" <<<"$2" &&
 	grep -qE "^ +#2 +nap\\+0x[0-9a-f]+ \\(nccljob\\)" <<<"$2"' _ "$p1" "$out"
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # stripped to .dynsym: the waiter's internal frame is libnccl.so.2+OFFSET, inside the function
 # that really holds it (ncclEnqueueCheck, from the unstripped copy), and ncclAllReduce outside
@@ -224,7 +225,7 @@ stripped_evidence_ok() {
 }
 check stripped_evidence "offset 0x$off in ncclEnqueueCheck [$e0,$e1)? evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
 	stripped_evidence_ok
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # another tracer (strace) on the culprit: said once, in the evidence, and the trace goes on
 D=$TMP/traced.jsonl
@@ -248,7 +249,7 @@ session_traced_ok() {
 }
 check session_another_tracer "$(grep 'cannot take' "$TMP/traced.out"); $(jq -c '.[0] | [.kind, .rank, .evidence]' <<<"$f")" -- \
 	session_traced_ok
-pkill -9 -f "$NJ" 2>/dev/null
+own_pkill "$NJ"
 
 # a healthy job: no thread of it is ever stopped
 D=$TMP/healthy.jsonl

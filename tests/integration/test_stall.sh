@@ -40,7 +40,7 @@ scenario() {
 	check "${name}_live_stderr" "finding not printed live" -- \
 		grep -q "^nccltrace: $(tr 'a-z_' 'A-Z-' <<<"$kind")" "$OUT"
 	# the job's processes are gone with it: look, then clean up for the next scenario
-	check "${name}_no_leftovers" "demo processes left behind: $(pgrep -af "$RJ" | head -3)" -- \
+	check "${name}_no_leftovers" "demo processes left behind: $(own_pids "$RJ" | head -3)" -- \
 		no_leftovers
 	kill_leftovers
 }

@@ -26,7 +26,7 @@ screen_has() { screen | grep -qF -- "$1"; }
 finding_shown() { screen | grep -qE '^[ >] STALL [0-9.]+s  rank 1 '; }
 now_ns() { date +%s%N; }
 # the ranks' command line starts with the demo job's path; the tmux server's names it later
-ranks_running() { pgrep -f "^$RJ " >/dev/null; }
+ranks_running() { own_running "^$RJ "; }
 ranks_gone() { ! ranks_running; }
 
 # --- a stalled rank under the dashboard ---
@@ -88,7 +88,7 @@ check quit_exit_status "exit: $(screen | grep NT_EXIT)" -- bash -c "tmux -S '$SO
 check terminal_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
 check summary_printed "no summary on the terminal: $(screen | tail -4)" -- screen_has "trace dump: $D; job output: $LOG"
 check findings_reprinted "the finding is not repeated on the terminal" -- screen_has "nccltrace: STALL  rank 1"
-check job_gone "ranks left behind: $(pgrep -ax ringjob | head -3)" -- wait_for 5 ranks_gone
+check job_gone "ranks left behind: $(own_pids -x ringjob | head -3)" -- wait_for 5 ranks_gone
 check dump_complete "no footer in the dump" -- jq_ok 'select(.type=="footer")' "$D"
 check log_owner_mode "log mode $(stat -c %a "$LOG")" -- test "$(stat -c %a "$LOG")" = 640
 t kill-session -t nt
@@ -129,7 +129,17 @@ D=$TMP/kill.jsonl
 t new-session -d -s nt -x 100 -y 30 \
 	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; for i in \$(seq 50); do pgrep -x nccltrace-tty >/dev/null || break; sleep 0.1; done; stty -a | tr ' ' '\n' | grep -xE -- '-?(echo|icanon)' | tr '\n' ' '; echo TTY_MODES; sleep 60"
 wait_for 10 screen_has "Ranks (2)"
-check sigkill_watcher "no terminal watcher while the dashboard runs" -- bash -c "pgrep -x nccltrace-tty >/dev/null"
+# the terminal watcher of this run: the tracer's command line, its own name (another script's
+# dashboard may run beside this one)
+watcher_here() {
+	local p
+	for p in $(pgrep -f "^$NT run --dump $D"); do
+		[ "$(cat /proc/$p/comm 2>/dev/null)" = nccltrace-tty ] && return 0
+	done
+	return 1
+}
+no_watcher_here() { ! watcher_here; }
+check sigkill_watcher "no terminal watcher while the dashboard runs" -- watcher_here
 # the tracer itself, by its name: the watcher has the same command line (a pkill -f kills both)
 for p in $(pgrep -f "^$NT run --dump $D"); do
 	[ "$(cat /proc/$p/comm 2>/dev/null)" = nccltrace ] && kill -KILL "$p"
@@ -140,7 +150,7 @@ check sigkill_restored "still in the alternate screen" -- \
 	wait_for 3 test "$(t display -p -t nt '#{alternate_on}')" = 0
 check sigkill_modes "terminal modes after the kill: $(screen | grep TTY_MODES)" -- \
 	wait_for 3 screen_has "icanon echo TTY_MODES"
-check sigkill_watcher_gone "the watcher outlived its work" -- wait_for 3 bash -c '! pgrep -x nccltrace-tty >/dev/null'
+check sigkill_watcher_gone "the watcher outlived its work" -- wait_for 3 no_watcher_here
 kill_leftovers
 t kill-session -t nt
 

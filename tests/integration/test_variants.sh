@@ -1,6 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # checks: 110
+# lane: long
 # The fake NCCL in the shapes real builds have, each put in place of the default the ways users
 # do (LD_LIBRARY_PATH, LD_PRELOAD), under a job linked to libnccl that starts NCCL at once:
 #   default  2.28.9 with symbols and DWARF (the wheel's shape)
@@ -173,7 +174,7 @@ fault() {
 	check_latency "$name" "$t0" "$t1" $lo $(((THRESH + 1) * 1000))
 	check "${name}_one" "want 1 finding, found $(jq length <<<"$f"): $(kind_ranks "$f")" -- \
 		test "$(jq length <<<"$f")" = 1
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 }
 
 # no_wrong_culprit NAME LIB FAULT: a fault this build gives nccltrace nothing to see by (the
@@ -195,7 +196,7 @@ no_wrong_culprit() {
 		test $rc -eq 124 -a -n "$pid"
 	check "${name}_culprit" "a wrong culprit: $(jq -c 'map({kind, rank, pid})' <<<"$f")" -- \
 		jqe --argjson pid "${pid:-0}" 'all(.[]; .rank == 1 and .pid == $pid)' <<<"$f"
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 }
 
 # NAME LIB KIND-OF-RING-SETUP MISMATCH: the matrix of one variant. ring-setup: rank 1 late to
@@ -250,6 +251,6 @@ else
 		jqe '.[0].evidence | map(select(test("Software caused connection abort"))) | length == 1' <<<"$f"
 	check "${name}_no_retry_settings" "2.24's retries offered for 2.21: $(jq -c '[.[0].hypotheses[]? | select(test("NCCL_SOCKET_RETRY"))]' <<<"$f")" -- \
 		jqe '.[0] != null and ([.[0].hypotheses[]? | select(test("NCCL_SOCKET_RETRY"))] | length == 0)' <<<"$f"
-	pkill -9 -f "$NJ" 2>/dev/null
+	own_pkill "$NJ"
 fi
 end_checks

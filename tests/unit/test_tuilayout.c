@@ -306,30 +306,57 @@ static void dash_world(struct snap_proc *p, struct snap_conn *c)
 	c[2].c.state = 10; /* TCP_LISTEN */
 }
 
-static void test_dashboard_model(void **state)
-{
+/* dash_world() with rank 1 stalled since 4 s at 10 s: the dashboard's input, one at a time */
+struct dash_fixture {
 	struct snap_proc p[3];
 	struct snap_conn c[3];
-	struct snapshot s = {
-		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
+	struct snapshot s;
 	struct findings fs;
-	struct finding f = {.kind = FINDING_STALL,
-			    .pid = 102,
-			    .rank = 1,
-			    .nwaiters = 1,
-			    .waiters = {{101, 0}},
-			    .since_ns = 4 * NT_NSEC_PER_SEC};
-	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
-				  .active_window_ns = NT_NSEC_PER_SEC};
-	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
-	struct dashboard *d = dashboard__new();
+	struct finding f;
+	struct diag_config cfg;
+	struct dash_info in;
+	struct dashboard *d;
+};
+
+static void dash_fixture_init(struct dash_fixture *x)
+{
+	memset(x, 0, sizeof(*x));
+	dash_world(x->p, x->c);
+	x->s = (struct snapshot){.now_ns = 10 * NT_NSEC_PER_SEC,
+				 .procs = x->p,
+				 .nprocs = 3,
+				 .conns = x->c,
+				 .nconns = 3};
+	x->f = (struct finding){.kind = FINDING_STALL,
+				.pid = 102,
+				.rank = 1,
+				.nwaiters = 1,
+				.waiters = {{101, 0}},
+				.since_ns = 4 * NT_NSEC_PER_SEC};
+	x->cfg = (struct diag_config){.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
+				      .active_window_ns = NT_NSEC_PER_SEC};
+	x->in = (struct dash_info){.cmd = "job", .start_ns = 0, .cfg = &x->cfg};
+	x->d = dashboard__new();
+	findings_init(&x->fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
+	findings_update(&x->fs, &x->f, 1, x->s.now_ns, no_event, NULL);
+}
+
+static void dash_fixture_free(struct dash_fixture *x)
+{
+	findings_free(&x->fs);
+	dashboard__free(x->d);
+}
+
+static void test_dashboard_model(void **state)
+{
+	struct dash_fixture x;
+	struct snap_conn *c = x.c;
+	struct snapshot *s = &x.s;
 	const struct tui_model *m;
 
 	(void)state;
-	dash_world(p, c);
-	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
-	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	dash_fixture_init(&x);
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_non_null(m);
 	assert_int_equal(m->nranks, 2); /* the launcher has nothing to show */
 	assert_int_equal(m->ranks[0].rank, 0);
@@ -346,44 +373,29 @@ static void test_dashboard_model(void **state)
 	assert_string_equal(m->findings[0].kind, "STALL");
 	assert_true(m->findings[0].since_s == 6.0);
 	/* one second later, 1 MB more: 1 MB/s */
-	s.now_ns += NT_NSEC_PER_SEC;
+	s->now_ns += NT_NSEC_PER_SEC;
 	c[0].c.bytes_sent += 1000000;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
-	findings_free(&fs);
-	dashboard__free(d);
+	dash_fixture_free(&x);
 }
 
 /* Each rank's and connection's history: a sample a second, the oldest leaving past 60 */
 static void test_dashboard_history(void **state)
 {
-	struct snap_proc p[3];
-	struct snap_conn c[3];
-	struct snapshot s = {
-		.now_ns = 10 * NT_NSEC_PER_SEC, .procs = p, .nprocs = 3, .conns = c, .nconns = 3};
-	struct findings fs;
-	struct finding f = {.kind = FINDING_STALL,
-			    .pid = 102,
-			    .rank = 1,
-			    .nwaiters = 1,
-			    .waiters = {{101, 0}},
-			    .since_ns = 4 * NT_NSEC_PER_SEC};
-	struct diag_config cfg = {.stall_threshold_ns = 5 * NT_NSEC_PER_SEC,
-				  .active_window_ns = NT_NSEC_PER_SEC};
-	struct dash_info in = {.cmd = "job", .start_ns = 0, .cfg = &cfg};
-	struct dashboard *d = dashboard__new();
+	struct dash_fixture x;
+	struct snap_conn *c = x.c;
+	struct snapshot *s = &x.s;
 	const struct tui_model *m;
 
 	(void)state;
-	dash_world(p, c);
-	findings_init(&fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
-	findings_update(&fs, &f, 1, s.now_ns, no_event, NULL);
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	dash_fixture_init(&x);
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_non_null(m);
 	/* one second later, 1 MB more: 1 MB/s */
-	s.now_ns += NT_NSEC_PER_SEC;
+	s->now_ns += NT_NSEC_PER_SEC;
 	c[0].c.bytes_sent += 1000000;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
 	/* its history: a second of 1 MB/s (the first snapshot only set where it starts) */
 	assert_int_equal(m->ranks[0].nspark, 1);
@@ -395,31 +407,30 @@ static void test_dashboard_history(void **state)
 	assert_true(m->conns[0].spark[0] > 999999 && m->conns[0].spark[0] < 1000001);
 	assert_true(m->conn_spark_max > 999999);
 	/* half a second on: no sample yet; a second on, nothing moved: a 0 joins */
-	s.now_ns += NT_NSEC_PER_SEC / 2;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	s->now_ns += NT_NSEC_PER_SEC / 2;
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_int_equal(m->ranks[0].nspark, 1);
-	s.now_ns += NT_NSEC_PER_SEC / 2;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	s->now_ns += NT_NSEC_PER_SEC / 2;
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_int_equal(m->ranks[0].nspark, 2);
 	assert_true(m->ranks[0].spark[1] == 0);
 	/* past TUI_SPARK seconds the oldest leave */
 	for (int k = 0; k < TUI_SPARK + 5; k++) {
-		s.now_ns += NT_NSEC_PER_SEC;
+		s->now_ns += NT_NSEC_PER_SEC;
 		c[0].c.bytes_sent += 2000000;
-		m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+		m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	}
 	assert_int_equal(m->ranks[0].nspark, TUI_SPARK);
 	assert_true(m->ranks[0].spark[0] > 1999999 && m->ranks[0].spark[TUI_SPARK - 1] > 1999999);
 	assert_int_equal(m->conns[0].nspark, TUI_SPARK);
 	/* a connection gone takes its history: back, it starts again */
-	s.nconns = 0;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
-	s.nconns = 3;
-	s.now_ns += NT_NSEC_PER_SEC;
-	m = dashboard__update(d, &s, &fs, &in, SORT_WORST);
+	s->nconns = 0;
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	s->nconns = 3;
+	s->now_ns += NT_NSEC_PER_SEC;
+	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
 	assert_int_equal(m->conns[0].nspark, 0);
-	findings_free(&fs);
-	dashboard__free(d);
+	dash_fixture_free(&x);
 }
 
 /* The row whose rank is r (a rank row, not a group), or -1 */
@@ -572,11 +583,15 @@ static void test_hostile_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_main_80x24),	 cmocka_unit_test(test_main_200x60),
-		cmocka_unit_test(test_small_and_views),	 cmocka_unit_test(test_scroll_and_sort),
-		cmocka_unit_test(test_sparkline),	 cmocka_unit_test(test_dashboard_model),
+		cmocka_unit_test(test_main_80x24),
+		cmocka_unit_test(test_main_200x60),
+		cmocka_unit_test(test_small_and_views),
+		cmocka_unit_test(test_scroll_and_sort),
+		cmocka_unit_test(test_sparkline),
+		cmocka_unit_test(test_dashboard_model),
 		cmocka_unit_test(test_dashboard_history),
-		cmocka_unit_test(test_dashboard_groups), cmocka_unit_test(test_via),
+		cmocka_unit_test(test_dashboard_groups),
+		cmocka_unit_test(test_via),
 		cmocka_unit_test(test_hostile_text),
 	};
 

@@ -111,7 +111,7 @@ start_script() {
 
 # finish_script SCRIPT: its output (as SCRIPT: LINE) and counts, once start_script's run ended
 finish_script() {
-	local t=$1 name want line n got=0 rc left took msg sandir=
+	local t=$1 name want line n got=0 rc left took msg
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
 	read -r rc left took <"$LANE_DIR/$name.meta"

@@ -318,7 +318,8 @@ struct dash_fixture {
 	struct dashboard *d;
 };
 
-static void dash_fixture_init(struct dash_fixture *x)
+/* the fixture set, and the dashboard's model of its first snapshot */
+static const struct tui_model *dash_fixture_init(struct dash_fixture *x)
 {
 	memset(x, 0, sizeof(*x));
 	dash_world(x->p, x->c);
@@ -339,6 +340,15 @@ static void dash_fixture_init(struct dash_fixture *x)
 	x->d = dashboard__new();
 	findings_init(&x->fs, NT_NSEC_PER_SEC, 5 * NT_NSEC_PER_SEC);
 	findings_update(&x->fs, &x->f, 1, x->s.now_ns, no_event, NULL);
+	return dashboard__update(x->d, &x->s, &x->fs, &x->in, SORT_WORST);
+}
+
+/* DT_NS later, rank 0's connection BYTES more sent: the dashboard's model then */
+static const struct tui_model *dash_step(struct dash_fixture *x, uint64_t dt_ns, uint64_t bytes)
+{
+	x->s.now_ns += dt_ns;
+	x->c[0].c.bytes_sent += bytes;
+	return dashboard__update(x->d, &x->s, &x->fs, &x->in, SORT_WORST);
 }
 
 static void dash_fixture_free(struct dash_fixture *x)
@@ -350,13 +360,10 @@ static void dash_fixture_free(struct dash_fixture *x)
 static void test_dashboard_model(void **state)
 {
 	struct dash_fixture x;
-	struct snap_conn *c = x.c;
-	struct snapshot *s = &x.s;
 	const struct tui_model *m;
 
 	(void)state;
-	dash_fixture_init(&x);
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_fixture_init(&x);
 	assert_non_null(m);
 	assert_int_equal(m->nranks, 2); /* the launcher has nothing to show */
 	assert_int_equal(m->ranks[0].rank, 0);
@@ -373,9 +380,7 @@ static void test_dashboard_model(void **state)
 	assert_string_equal(m->findings[0].kind, "STALL");
 	assert_true(m->findings[0].since_s == 6.0);
 	/* one second later, 1 MB more: 1 MB/s */
-	s->now_ns += NT_NSEC_PER_SEC;
-	c[0].c.bytes_sent += 1000000;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_step(&x, NT_NSEC_PER_SEC, 1000000);
 	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
 	dash_fixture_free(&x);
 }
@@ -384,18 +389,13 @@ static void test_dashboard_model(void **state)
 static void test_dashboard_history(void **state)
 {
 	struct dash_fixture x;
-	struct snap_conn *c = x.c;
-	struct snapshot *s = &x.s;
 	const struct tui_model *m;
 
 	(void)state;
-	dash_fixture_init(&x);
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_fixture_init(&x);
 	assert_non_null(m);
 	/* one second later, 1 MB more: 1 MB/s */
-	s->now_ns += NT_NSEC_PER_SEC;
-	c[0].c.bytes_sent += 1000000;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_step(&x, NT_NSEC_PER_SEC, 1000000);
 	assert_true(m->conns[0].tx_bps > 999999 && m->conns[0].tx_bps < 1000001);
 	/* its history: a second of 1 MB/s (the first snapshot only set where it starts) */
 	assert_int_equal(m->ranks[0].nspark, 1);
@@ -407,28 +407,22 @@ static void test_dashboard_history(void **state)
 	assert_true(m->conns[0].spark[0] > 999999 && m->conns[0].spark[0] < 1000001);
 	assert_true(m->conn_spark_max > 999999);
 	/* half a second on: no sample yet; a second on, nothing moved: a 0 joins */
-	s->now_ns += NT_NSEC_PER_SEC / 2;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_step(&x, NT_NSEC_PER_SEC / 2, 0);
 	assert_int_equal(m->ranks[0].nspark, 1);
-	s->now_ns += NT_NSEC_PER_SEC / 2;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	m = dash_step(&x, NT_NSEC_PER_SEC / 2, 0);
 	assert_int_equal(m->ranks[0].nspark, 2);
 	assert_true(m->ranks[0].spark[1] == 0);
 	/* past TUI_SPARK seconds the oldest leave */
-	for (int k = 0; k < TUI_SPARK + 5; k++) {
-		s->now_ns += NT_NSEC_PER_SEC;
-		c[0].c.bytes_sent += 2000000;
-		m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
-	}
+	for (int k = 0; k < TUI_SPARK + 5; k++)
+		m = dash_step(&x, NT_NSEC_PER_SEC, 2000000);
 	assert_int_equal(m->ranks[0].nspark, TUI_SPARK);
 	assert_true(m->ranks[0].spark[0] > 1999999 && m->ranks[0].spark[TUI_SPARK - 1] > 1999999);
 	assert_int_equal(m->conns[0].nspark, TUI_SPARK);
 	/* a connection gone takes its history: back, it starts again */
-	s->nconns = 0;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
-	s->nconns = 3;
-	s->now_ns += NT_NSEC_PER_SEC;
-	m = dashboard__update(x.d, s, &x.fs, &x.in, SORT_WORST);
+	x.s.nconns = 0;
+	dash_step(&x, 0, 0);
+	x.s.nconns = 3;
+	m = dash_step(&x, NT_NSEC_PER_SEC, 0);
 	assert_int_equal(m->conns[0].nspark, 0);
 	dash_fixture_free(&x);
 }

@@ -190,6 +190,44 @@ static void test_coll_overrides_socket_culprit(void **state)
 	free(w);
 }
 
+/*
+ * Real NCCL at 8 ranks (the wheel, 2.28.9, on one GPU as 8 hosts): rank 1 slept before
+ * AllReduce #251 and has just launched it. The others, inside it since, still spin on silent
+ * sockets of several channels whose rings differ, and the socket each was seen waiting on
+ * chains them into a cycle that leaves rank 1 out. The counters moved a moment ago: the stop is
+ * ending, and the cycle is no hang (it opened beside rank 1's finding on the GPU).
+ */
+static struct world *cycle_job(uint64_t rank1_moved)
+{
+	struct world *w = world_new();
+	const int cyc[] = {100, 102, 103};
+
+	for (int r = 0; r < 4; r++) {
+		add_proc(w, 100 + r, r, 'R', "");
+		add_comm(w, r, 4, 251, r == 1 ? rank1_moved : STALL_START);
+	}
+	/* 0 waits on 3, 3 on 2, 2 on 0: each receives from the next and spins */
+	for (int k = 0; k < 3; k++)
+		spin(&w->conns[add_pair(w, cyc[(k + 1) % 3], cyc[k], STALL_START) + 1]);
+	return w;
+}
+
+static void test_coll_cycle_while_launching(void **state)
+{
+	struct world *w = cycle_job(NOW - 200 * MSEC);
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+	/* nobody launched for long: the cycle lasts, and is the finding */
+	w = cycle_job(STALL_START);
+	assert_int_equal(run(w, out), 1);
+	assert_true(out[0].cycle);
+	assert_int_equal(out[0].nwaiters, 3);
+	free(w);
+}
+
 /* A rank that destroyed the communicator keeps its final counts: it will launch no more. */
 static void test_coll_destroyed_member(void **state)
 {
@@ -464,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_coll_mismatch_functions),
 		cmocka_unit_test(test_coll_mismatch_arguments),
 		cmocka_unit_test(test_coll_overrides_socket_culprit),
+		cmocka_unit_test(test_coll_cycle_while_launching),
 		cmocka_unit_test(test_coll_destroyed_member),
 		cmocka_unit_test(test_straggler),
 		cmocka_unit_test(test_coll_mismatch_latched_while_moving),

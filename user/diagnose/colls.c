@@ -776,3 +776,31 @@ void counters_outrank(const struct snapshot *s, struct finding *out, int *np)
 			remove_finding(out, &n, i--);
 	*np = n;
 }
+
+/*
+ * A wait cycle among members of a communicator whose counters moved within their threshold is
+ * a stop ending, not a hang: the rank the members waited on has just launched (the sockets'
+ * silence is still the old one, and each member's oldest wait may chain to another member over
+ * a ring of another channel). Real NCCL at 8 ranks opened such a cycle the moment the sleeping
+ * rank woke, beside its own finding. A cycle that lasts has counters that do not move.
+ */
+void cycles_moving(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
+		   int *np)
+{
+	int mem[s->ncomms > 0 ? s->ncomms : 1];
+	struct comm_view v = {.mem = mem};
+
+	for (int i = 0; i < *np; i++) {
+		bool moving = false;
+
+		if (!out[i].cycle)
+			continue;
+		for (int c = 0; c < s->ncomms && !moving; c++) {
+			if (!named_in(&out[i], 1, s->comms[c].pid) || !comm_view(s, c, &v))
+				continue;
+			moving = s->now_ns - v.moved <= members_threshold(s, cfg, v.mem, v.nm);
+		}
+		if (moving)
+			remove_finding(out, np, i--);
+	}
+}

@@ -66,6 +66,7 @@ int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct 
 	wait_findings(s, cfg, out, &n, max);
 	exit_findings(s, out, &n, max);
 	counters_outrank(s, out, &n);
+	cycles_moving(s, cfg, out, &n);
 	coll_findings(s, cfg, out, &n, max);
 	ib_findings(s, out, &n, max);
 	ib_handshake_findings(s, cfg, out, &n, max);

@@ -32,6 +32,9 @@ uint64_t members_threshold(const struct snapshot *s, const struct diag_config *c
 void threshold_evidence(const struct snapshot *s, const struct diag_config *cfg, struct finding *f);
 /* colls.c: NCCL's collective counters; straggler.c: the rank last at each step */
 void counters_outrank(const struct snapshot *s, struct finding *out, int *n);
+/* wait cycles among members of a communicator that launched within its threshold: removed */
+void cycles_moving(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
+		   int *n);
 void coll_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
 		   int *n, int max);
 void straggler_findings(const struct snapshot *s, const struct diag_config *cfg,

@@ -279,7 +279,7 @@ static bool counters_since_attach(const struct session *s, uint64_t first_tick_n
 static bool setup_since_attach(struct session *s, uint64_t first_tick_ns)
 {
 	const uint64_t wait = (uint64_t)(s->opts.stall_threshold_s * 1e9) + ONCE_SETUP_SLACK_NS;
-	uint64_t until = s->seeds.attach_ns + wait;
+	uint64_t until;
 	const struct snap_proc *first = NULL;
 
 	if (s->nfindings || s->job_exited || s->detached)
@@ -302,6 +302,11 @@ static bool setup_since_attach(struct session *s, uint64_t first_tick_ns)
 		s->stop_at_ns = first->nccl_setup_since_ns + wait;
 		return true;
 	}
+	/*
+	 * the counters' wait counts from their first reading, the attach's tick: after every
+	 * process's stacks and memory scan (1.6 s for 8 real ranks), not from the attach's start
+	 */
+	until = first_tick_ns + wait;
 	if (until <= s->stop_at_ns)
 		return false;
 	if (counters_since_attach(s, first_tick_ns)) {

@@ -176,7 +176,7 @@ check:
 	NT_SUMMARY=$(CHECK_SUMMARY) NT_PASS=plain NT_KEEP_DUMPS=$(PLAIN_DUMPS) \
 		scripts/run-tests.sh --unit $(UNIT_BINS) --integration tests/integration || rc=1; \
 	NT_SUMMARY=$(CHECK_SUMMARY) $(MAKE) --no-print-directory asan-check || rc=1; \
-	$(MAKE) --no-print-directory fuzz || rc=1; \
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) || rc=1; \
 	echo; echo "make check:"; cat $(CHECK_SUMMARY) 2>/dev/null; \
 	exit $$rc
 
@@ -192,15 +192,20 @@ asan:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) OUTPUT=$(SAN_OUT) CC=$(CLANG) \
 		CFLAGS="$(SAN_CFLAGS)" $(SAN_OUT)/nccltrace unit-bins
 
-# Scripts left out of the sanitizers' pass (said as skips with the reason), whose subject is not
-# the tracer's code: test_bundle packs build/nccltrace, the plain build, whatever the pass's
-# tracer; test_kill SIGKILLs the tracer (no sanitizer report survives it; its dumps are read by
-# test_dumps); test_audit's subject is the loader audit, a plain library in the job;
-# test_variants and test_adaptive repeat the tracer paths of test_nccl and test_stall over
-# library shapes (test_nccllib and fuzz_elf read those with the sanitizers) and job rhythms
-# (test_rhythm); test_scale the paths of test_stall with more ranks (32-rank rings on 2 CPUs,
-# 4 minutes). test_dumps reads every dump the plain pass kept (NT_KEEP_DUMPS) with them.
-SAN_SKIP := test_bundle test_kill test_audit test_variants test_adaptive test_scale
+# Scripts left out of the sanitizers' pass (said as skips with the reason): the pass runs each of
+# the tracer's paths once, and the sanitized readers over every dump the plain pass kept
+# (test_dumps). Left out: test_bundle packs build/nccltrace, the plain build, whatever the pass's
+# tracer; test_kill SIGKILLs the tracer (no sanitizer report survives it); test_audit's subject
+# is the loader audit, a plain library in the job; test_variants and test_adaptive repeat the
+# tracer paths of test_nccl and test_stall over library shapes (test_nccllib and fuzz_elf read
+# those with the sanitizers) and job rhythms (test_rhythm); test_scale the paths of test_stall
+# with more ranks (32-rank rings on 2 CPUs, 4 minutes); test_attach those of test_attachcomms
+# (attach --once: stacks at the attach, sockets from before, the memory scan, the detach) over
+# more jobs and moments (3 minutes); test_flood measures the kernel side's intake bound, whose
+# user-space side (the polling counted in the kernel, lost records as evidence) test_ncclpoll and
+# test_setup run with the sanitizers (2 minutes). Their dumps are test_dumps' too.
+SAN_SKIP := test_bundle test_kill test_audit test_variants test_adaptive test_scale test_attach \
+	    test_flood
 PLAIN_DUMPS := $(abspath $(OUTPUT))/plain-dumps
 asan-check: all asan
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 NCCLTRACE_LIBDIR=$(abspath $(OUTPUT)) \
@@ -214,6 +219,8 @@ asan-check: all asan
 # controls, built by clang with ASan + UBSan into build/fuzz; scripts/fuzz.sh runs each for
 # FUZZ_SECONDS from its seeds (tests/fuzz/corpus/NAME) and prints execs/s and crashes
 FUZZ_SECONDS ?= 30
+# make check's: from the seeds with libFuzzer's seed fixed, a regression pass (make fuzz explores)
+CHECK_FUZZ_SECONDS ?= 15
 FUZZ_OUT := $(OUTPUT)/fuzz
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_OUT)/%,$(FUZZ_SRCS))

@@ -93,9 +93,12 @@ if others:
 lat = ""
 if f and attached and opened.get(f["id"]):
     # nccltrace attach: within 2 s of the attach (a setup entered before it counts from it:
-    # the threshold after it); since_s against the stall's true age from the marker
+    # the threshold after it, and + 1 s); since_s against the stall's true age from the marker
     after = (opened[f["id"]] - attached) / 1e9
-    limit = float(thresh) + 1 if kind in ("ring_setup_blocked", "init_blocked") else 2
+    # the threshold after it, too, where only counters found by the memory scan tell the wait
+    # (their counts unchanged "at least since the attach": 8 ranks waiting in cudaSynchronize)
+    from_attach = any("at least (since the attach)" in e for e in f.get("evidence", []))
+    limit = float(thresh) + 1 if kind in ("ring_setup_blocked", "init_blocked") or from_attach else 2
     age = (opened[f["id"]] - marker) / 1e9 if marker else None
     lat = f"{after:.2f} s after the attach, since_s {since[f['id']]:.1f}" + (
         f" (stall {age:.1f} s old)" if age is not None else "")

@@ -4,7 +4,10 @@
 # scheduler leaves waiters unrun for long stretches), the faulty rank chosen at random per run;
 # exactly one finding naming it, within the threshold + 1 s; no finding on healthy runs; two
 # independent rings hung at once are two findings.
-# checks: 53
+# One run per fault (sleep, stop, exit) and two healthy ones: the faulty rank is random, so the
+# rate over many placements is the script run again and again (for i in $(seq 10); do
+# tests/integration/test_scale.sh; done), not every make check.
+# checks: 22
 # lane: alone (16 and more ranks on 2 CPUs, their latencies measured)
 . "$(dirname "$0")/lib.sh"
 
@@ -43,18 +46,18 @@ one_run() {
 }
 
 modes=(sleep stop exit)
-for i in $(seq 0 9); do
-	one_run "run$i" "${modes[$((i % 3))]}" $((RANDOM % (RANKS - 1) + 1))
+for i in 0 1 2; do
+	one_run "run$i" "${modes[$i]}" $((RANDOM % (RANKS - 1) + 1))
 done
 
-# the waiters are all listed, as ranges (the last run's finding)
-f=$(findings "$TMP/run9.jsonl")
+# the waiters are all listed, as ranges (the sleep's finding)
+f=$(findings "$TMP/run0.jsonl")
 check waiters_complete "waiters $(jq '.[0].waiter_ranks | length' <<<"$f") of $((RANKS - 1))" -- \
 	test "$(jq '.[0].waiter_ranks | length' <<<"$f")" -eq $((RANKS - 1))
 check waiters_as_ranges "summary: $(jq -r '.[0].summary' <<<"$f")" -- \
 	jqe '.[0].summary | test("ranks [0-9,]*[0-9]+-[0-9]+.* \\(31\\)")' <<<"$f"
 
-for i in 1 2 3 4 5; do
+for i in 1 2; do
 	D=$TMP/healthy$i.jsonl
 	"$NT" run -t $THRESH --no-tui --dump "$D" -- "$RJ" --ranks $RANKS --duration 7 \
 		>"$TMP/healthy$i.out" 2>&1
@@ -85,9 +88,11 @@ D=$TMP/fake16.jsonl
 	check fake16_culprit "named $(culprit "$f"), the job's marker: rank $r pid $(marker_pid "$TMP/fake16.out")" -- \
 		test "$(culprit "$f")" = "rank $r pid $(marker_pid "$TMP/fake16.out")"
 	# the counters name it, whichever rule opened the finding: its count one behind, the other
-	# fifteen's together
-	check fake16_by_counters "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
-		jqe ".[0].evidence | (map(select(test(\"^rank $r \\\\(pid [0-9]+\\\\) launched AllReduce 20 on comm\"))) | length == 1) and (map(select(test(\"^ranks [0-9,-]+ \\\\(15\\\\) launched AllReduce 21 on comm [0-9a-f]+ \\\\(comm->seqNumber\\\\)\"))) | length == 1)" <<<"$f"
+	# fifteen's together, as it opened (its last update may come from the tick where the rank
+	# has just launched again, its counts even, its stack not yet taken anew)
+	o=$(jq -c 'select(.type=="finding" and .event=="open")' "$D" | head -1)
+	check fake16_by_counters "evidence at the opening: $(jq -c '.evidence' <<<"$o")" -- \
+		jqe ".evidence | (map(select(test(\"^rank $r \\\\(pid [0-9]+\\\\) launched AllReduce 20 on comm\"))) | length == 1) and (map(select(test(\"^ranks [0-9,-]+ \\\\(15\\\\) launched AllReduce 21 on comm [0-9a-f]+ \\\\(comm->seqNumber\\\\)\"))) | length == 1)" <<<"$o"
 	detected fake16 "$TMP/fake16.out" "$D" stall $THRESH fixed
 }
 

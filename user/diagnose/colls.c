@@ -783,6 +783,8 @@ void counters_outrank(const struct snapshot *s, struct finding *out, int *np)
  * silence is still the old one, and each member's oldest wait may chain to another member over
  * a ring of another channel). Real NCCL at 8 ranks opened such a cycle the moment the sleeping
  * rank woke, beside its own finding. A cycle that lasts has counters that do not move.
+ * It stays here, beside comm_view() (static), which it reads: the file is over 700 lines with
+ * it; the communicator view into a file of its own is the split that would mend that.
  */
 void cycles_moving(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
 		   int *np)

@@ -101,9 +101,14 @@ start_script() {
 	(
 		env "$marker" "${san[@]}" timeout -k 15 "$limit" bash "$t" >"$LANE_DIR/$name.out" 2>&1 </dev/null
 		r=$?
+		# the CPU seconds its processes used (user + system, those waited for; a job left
+		# running is not in it)
+		# (times in this shell: a command substitution's fork has no children of its own)
+		times >"$LANE_DIR/$name.times"
+		cpu=$(tail -1 "$LANE_DIR/$name.times" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] } printf "%.0f", s }')
 		# what the script left behind (a killed one's tracer, its job in a session of its
 		# own) is killed here
-		echo "$r $(kill_marked "$marker") $(($(date +%s) - start))" >"$LANE_DIR/$name.meta"
+		echo "$r $(kill_marked "$marker") $(($(date +%s) - start)) $cpu" >"$LANE_DIR/$name.meta"
 	) &
 	ASYNC_PID=$!
 	MARKERS[$ASYNC_PID]=$marker
@@ -111,10 +116,10 @@ start_script() {
 
 # finish_script SCRIPT: its output (as SCRIPT: LINE) and counts, once start_script's run ended
 finish_script() {
-	local t=$1 name want line n got=0 rc left took msg
+	local t=$1 name want line n got=0 rc left took cpu msg
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
-	read -r rc left took <"$LANE_DIR/$name.meta"
+	read -r rc left took cpu <"$LANE_DIR/$name.meta"
 	while IFS= read -r line; do
 		echo "$name: $line"
 		case "$line" in
@@ -135,7 +140,7 @@ finish_script() {
 			;;
 		esac
 	done <"$LANE_DIR/$name.out"
-	msg="took ${took}s"
+	msg="took ${took}s, cpu ${cpu}s"
 	[ "$left" -gt 0 ] && msg+=", killed $left processes it left behind"
 	echo "$name: $msg"
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then

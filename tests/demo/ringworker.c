@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ringjob.h"
@@ -87,6 +88,27 @@ static uint64_t step_tag(int rank, uint64_t step)
 {
 	/* injective while step < 2^56; rank + 1 keeps the tag away from all-zero memory */
 	return ((uint64_t)(rank + 1) << 56) | (step & ((1ULL << 56) - 1));
+}
+
+/* after a round that moved nothing: sched_yield(), or FIXTURE_IDLE_US microseconds of sleep */
+static void idle(void)
+{
+	static long us = -1; /* the ring loop's thread only */
+
+	if (us < 0) {
+		const char *e = getenv("FIXTURE_IDLE_US");
+
+		us = e ? strtol(e, NULL, 10) : 0;
+		if (us < 0 || us > 100000)
+			us = 0;
+	}
+	if (us) {
+		struct timespec ts = {0, us * 1000};
+
+		nanosleep(&ts, NULL);
+	} else {
+		sched_yield();
+	}
 }
 
 static long env_long(const char *name, long lo, long hi)
@@ -361,9 +383,10 @@ static void ring_step_spin(struct ring *r)
 		}
 		/* a round that moved nothing gives the CPU to whoever wants it (the tracer, the
 		 * peer it waits for) and spins on: still a storm of EAGAIN, no longer one that
-		 * starves a loaded machine */
+		 * starves a loaded machine. FIXTURE_IDLE_US=N sleeps N microseconds instead (the
+		 * test suite: its jobs wait with the CPUs free) */
 		if (sent + got == before)
-			sched_yield();
+			idle();
 	}
 }
 

@@ -9,6 +9,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # NT_TRACER: another build of nccltrace to test (make asan-check: the sanitizers' one)
 NT=${NT_TRACER:-$ROOT/build/nccltrace}
 RJ=$ROOT/build/ringjob
+# The jobs' waits (the fake NCCL's and the ring demo's) sleep this many microseconds after a
+# call that found nothing to do (tests/fixtures/fakenccl.c fakeIdle): NCCL spins there, but on 2
+# CPUs spinning jobs take them from the tracer under test and from the scripts beside it. A few
+# thousand EAGAINs a second per waiter are still there to be seen. The scripts about busy-polling
+# jobs (test_flood, test_scale) set it to 0: they spin as NCCL does.
+export FIXTURE_IDLE_US=${FIXTURE_IDLE_US-200}
 TMP=$(mktemp -d /tmp/nccltrace-test.XXXXXX)
 chmod 755 "$TMP"
 

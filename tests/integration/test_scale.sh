@@ -10,6 +10,8 @@
 # checks: 22
 # lane: alone (16 and more ranks on 2 CPUs, their latencies measured)
 . "$(dirname "$0")/lib.sh"
+# its jobs spin on EAGAIN as NCCL does (lib.sh FIXTURE_IDLE_US)
+export FIXTURE_IDLE_US=0
 
 need_bpf scale || end_checks
 kill_leftovers

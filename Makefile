@@ -163,9 +163,10 @@ CHECK_SUMMARY := $(abspath $(OUTPUT))/check-summary.txt
 # the builds run JOBS compiles at a time (default: the CPUs), make -jN or not
 JOBS ?= $(shell nproc)
 # integration scripts LANES at a time (scripts/run-tests.sh NT_LANES; those that load the
-# machine alone). One by default: on 2 CPUs three lanes took make check from 58 to 31 minutes,
-# and failed 29 checks that measure a latency or an attach (docs/benchmarks.md)
-LANES ?= 1
+# machine or measure what a neighbour would stretch run alone). Three on 2 CPUs: the jobs' waits
+# sleep rather than spin (lib.sh FIXTURE_IDLE_US), so the scripts leave each other the CPUs
+# (docs/benchmarks.md, "The test suite"); LANES=1 runs them one after another
+LANES ?= 3
 export NT_LANES ?= $(LANES)
 check:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all unit-bins

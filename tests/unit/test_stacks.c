@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cmd/stackwatch.h"
 #include "diagnose/diagnose.h"
 #include "diagnose/rules.h"
 #include "nccl/ncclstack.h"
@@ -388,6 +389,67 @@ static void py_thread_of(struct py_stacks *ps, int pid, int n, const char *const
  * the ranks that took different paths as the first hypothesis; none when the lines agree, or
  * when the stacks are old.
  */
+/*
+ * A retake whose thread did not stop in time (no CPU came to it, on a busy machine) keeps the
+ * stack the thread had: the evidence goes on showing it, older, not "no stack"
+ */
+static void test_timed_out_take_keeps_stack(void **state)
+{
+	const struct diag_config cfg = {.stall_threshold_ns = 5 * SEC, .active_window_ns = SEC};
+	static struct snap_stack prev[2], kept;
+	struct thread_stack now = {.pid = 101, .tid = 101, .timed_out = true};
+	struct snap_proc procs[3];
+	struct snapshot snap;
+	struct finding out[4];
+	int k;
+
+	(void)state;
+	prev[0].st.pid = 101;
+	prev[0].st.tid = 111;
+	frames(&prev[0].st, 1, (const char *const[]){"libc|read|4"});
+	prev[1].st.pid = prev[1].st.tid = 101;
+	prev[1].st.taken_ns = NOW - 3 * SEC;
+	snprintf(prev[1].st.syscall, sizeof(prev[1].st.syscall), "clock_nanosleep");
+	frames(&prev[1].st, 3,
+	       (const char *const[]){"libc|clock_nanosleep@GLIBC_2.2.5|65", "prog|save|4c",
+				     "prog|main|b5e"});
+	nccl_stack_describe(&prev[1]);
+
+	k = stackwatch_kept(prev, 2, &now);
+	assert_int_equal(k, 1);
+	/* the thread's own stack, not another thread's */
+	now.tid = 111;
+	assert_int_equal(stackwatch_kept(prev, 2, &now), 0);
+	now.tid = 222;
+	assert_int_equal(stackwatch_kept(prev, 2, &now), -1);
+	/* a take that stopped the thread is the stack, however it differs */
+	now.tid = 101;
+	now.timed_out = false;
+	frames(&now, 1, (const char *const[]){"libc|poll|9"});
+	assert_int_equal(stackwatch_kept(prev, 2, &now), -1);
+	/* any other failure (gone, refused) is said as it is */
+	now.nframes = 0;
+	assert_int_equal(stackwatch_kept(prev, 2, &now), -1);
+	/* nothing to keep: the timeout is what is known */
+	now.timed_out = true;
+	prev[1].st.nframes = 0;
+	assert_int_equal(stackwatch_kept(prev, 2, &now), -1);
+
+	/* the evidence of the kept stack: its frames, with its age */
+	kept = prev[k];
+	frames(&kept.st, 3,
+	       (const char *const[]){"libc|clock_nanosleep@GLIBC_2.2.5|65", "prog|save|4c",
+				     "prog|main|b5e"});
+	nccl_stack_describe(&kept);
+	ring_setup(procs, 3, &snap);
+	procs[1].stacks = &kept;
+	procs[1].nstacks = 1;
+	assert_int_equal(diagnose(&snap, &cfg, out, 4), 1);
+	assert_true(evidence_has(&out[0],
+				 "rank 1 (pid 101) main thread (stack unwound 3.0s ago): "
+				 "outside NCCL, blocked in clock_nanosleep: clock_nanosleep"));
+}
+
 static void test_python_evidence(void **state)
 {
 	const struct diag_config cfg = {.stall_threshold_ns = 5 * SEC, .active_window_ns = SEC};
@@ -526,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_stacks_as_evidence),
 		cmocka_unit_test(test_stack_evidence_full),
 		cmocka_unit_test(test_record_and_report),
+		cmocka_unit_test(test_timed_out_take_keeps_stack),
 		cmocka_unit_test(test_python_evidence),
 	};
 

@@ -225,6 +225,16 @@ static bool refused_main(int pid, const struct thread_stack *st)
 	return st->tid == pid && !st->nframes && !st->timed_out && !st->exited;
 }
 
+int stackwatch_kept(const struct snap_stack *prev, int nprev, const struct thread_stack *now)
+{
+	if (!now->timed_out || now->nframes)
+		return -1;
+	for (int k = 0; k < nprev; k++)
+		if (prev[k].st.tid == now->tid && prev[k].st.nframes)
+			return k;
+	return -1;
+}
+
 static void take(struct session *s, struct stackwatch *w, const struct want *x, uint64_t now)
 {
 	struct thread_stack out[THREADS_PER_PROC];
@@ -232,7 +242,7 @@ static void take(struct session *s, struct stackwatch *w, const struct want *x, 
 	struct snap_stack prev[THREADS_PER_PROC];
 	uint64_t prev_rec[THREADS_PER_PROC];
 	char why[160];
-	int nprev, rc;
+	int nprev, rc, kept[THREADS_PER_PROC];
 
 	if (!ws)
 		return;
@@ -262,6 +272,11 @@ static void take(struct session *s, struct stackwatch *w, const struct want *x, 
 	}
 	ws->n = x->n;
 	for (int i = 0; i < x->n; i++) {
+		kept[i] = stackwatch_kept(prev, nprev, &out[i]);
+		if (kept[i] >= 0) {
+			ws->v[i] = prev[kept[i]];
+			continue;
+		}
 		ws->v[i].st = out[i];
 		if (!ws->v[i].st.taken_ns)
 			ws->v[i].st.taken_ns = now;
@@ -278,6 +293,12 @@ static void take(struct session *s, struct stackwatch *w, const struct want *x, 
 	for (int i = 0; i < x->n; i++) {
 		struct snap_stack *v = &ws->v[i];
 		bool changed = true;
+
+		/* a kept stack keeps its Python frames too: both of the same moment */
+		if (kept[i] >= 0) {
+			memcpy(v->py_text, prev[kept[i]].py_text, sizeof(v->py_text));
+			v->py_merged = prev[kept[i]].py_merged;
+		}
 
 		ws->recorded_ns[i] = 0;
 		for (int k = 0; k < nprev; k++) {

@@ -16,6 +16,8 @@
 #include "trace/stacks.h"
 
 struct session;
+struct snapshot;
+struct snap_stack;
 struct stackwatch;
 
 /* s->tracer gives the original return addresses of probed calls (phase stacks) */
@@ -40,6 +42,14 @@ void stackwatch_poll(struct stackwatch *w);
  * and threads inside NCCL. The threads taken, or -errno.
  */
 int stackwatch_take_all(struct session *s, int pid);
+
+/*
+ * A thread that did not stop within a take's wait (no CPU came to it in time, on a busy
+ * machine) keeps the stack it had, if it had one: that one, said with its age ("unwound 2.8s
+ * ago"), tells more than none. The index in prev[0..nprev) of the stack now's thread keeps,
+ * or -1 (now is its stack).
+ */
+int stackwatch_kept(const struct snap_stack *prev, int nprev, const struct thread_stack *now);
 
 /* The cost of the takes so far (NULL without a watch) */
 const struct stacks_stats *stackwatch_stats(const struct stackwatch *w);

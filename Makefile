@@ -163,10 +163,11 @@ CHECK_SUMMARY := $(abspath $(OUTPUT))/check-summary.txt
 # the builds run JOBS compiles at a time (default: the CPUs), make -jN or not
 JOBS ?= $(shell nproc)
 # integration scripts LANES at a time (scripts/run-tests.sh NT_LANES; those that load the
-# machine or measure what a neighbour would stretch run alone). Three on 2 CPUs: the jobs' waits
-# sleep rather than spin (lib.sh FIXTURE_IDLE_US), so the scripts leave each other the CPUs
+# machine or measure what a neighbour would stretch run alone). Four on 2 CPUs: the jobs' waits
+# sleep rather than spin (lib.sh FIXTURE_IDLE_US), so the scripts leave each other the CPUs;
+# one of them the sanitized pass's test_dumps, at nice 19, takes one for 5 minutes
 # (docs/benchmarks.md, "The test suite"); LANES=1 runs them one after another
-LANES ?= 3
+LANES ?= 4
 export NT_LANES ?= $(LANES)
 check:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all unit-bins

@@ -160,7 +160,8 @@ finish_script() {
 # Lanes: NT_LANES scripts at a time (default 1), each script's lines printed together as it
 # ends. A script that declares "# lane: alone" (it loads the machine, or measures what a
 # neighbour would disturb) runs with no other beside it: those first, one after another; then
-# the others, those that declare "# lane: long" first, so that no long one starts last.
+# the others, those that declare "# lane: long N" first, the longest first (N: about how many
+# seconds it runs), so that no long one starts last.
 declare -A RUNNING=() MARKERS=()
 reap_one() {
 	local pid
@@ -177,12 +178,14 @@ stop_lanes() {
 }
 trap stop_lanes INT TERM
 lane_of() { sed -n 's/^# lane: \([a-z]*\)\( .*\)\{0,1\}$/\1/p' "$1" | head -1; }
+# a long script's seconds ("# lane: long N"), 0 if it gives none
+long_secs() { sed -n 's/^# lane: long \([0-9][0-9]*\).*/\1/p' "$1" | head -1 | grep . || echo 0; }
 lanes_run() {
 	local t lanes=${NT_LANES:-1} alone=() long=() rest=()
 	for t in "$@"; do
 		case $(lane_of "$t") in
 		alone) alone+=("$t") ;;
-		long) long+=("$t") ;;
+		long) long+=("$(long_secs "$t") $t") ;;
 		*) rest+=("$t") ;;
 		esac
 	done
@@ -192,6 +195,7 @@ lanes_run() {
 		RUNNING[$ASYNC_PID]=$t
 		reap_one
 	done
+	[ ${#long[@]} -eq 0 ] || mapfile -t long < <(printf '%s\n' "${long[@]}" | sort -rn | cut -d' ' -f2-)
 	for t in "${long[@]}" "${rest[@]}"; do
 		while [ ${#RUNNING[@]} -ge "$lanes" ]; do reap_one; done
 		start_script "$t"

@@ -8,7 +8,7 @@
 # every rank at once (an evaluation), a rank 20 % slower (a straggler), a job idle between
 # bursts. The 30-run tallies and the latency distribution are scripts/bench-threshold.sh's.
 # checks: 26
-# lane: alone (it learns a job's rhythm: a neighbour's load would be jitter in it)
+# lane: long 131 (it learns a job's rhythm: beside napping neighbours, see lib.sh FIXTURE_IDLE_US)
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

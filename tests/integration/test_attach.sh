@@ -8,7 +8,7 @@
 # program; a healthy job gives no finding; bad pids and missing privileges give one line and
 # their sysexits code.
 # checks: 62
-# lane: long
+# lane: long 170
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

@@ -9,7 +9,7 @@
 # the others all-reduce, which totals cannot tell, names no wrong rank (and the right one with
 # --collectives, whose probe gives each rank's function).
 # checks: 29
-# lane: long
+# lane: long 48
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

@@ -8,6 +8,7 @@
 # truncated ones. The tracer's runs are the other scripts'; this is the readers' sanitized pass,
 # over far more dumps than re-running the scripts would give.
 # checks: 6
+# lane: long 300 (the sanitized pass: every dump read twice, at nice 19)
 . "$(dirname "$0")/lib.sh"
 
 PLAIN=$ROOT/build/nccltrace

@@ -4,7 +4,7 @@
 # types and struct layouts, real TCP between real processes): phases, communicators, sockets,
 # settings, warnings, thread roles and collective counts reach the dump.
 # checks: 92
-# lane: long
+# lane: long 150
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

@@ -7,7 +7,7 @@
 # each process's file as it grows, and puts the facts into the dump, the findings and report; a
 # job's own NCCL_DEBUG is left alone, its own NCCL_DEBUG_FILE read.
 # checks: 50
-# lane: long
+# lane: long 60
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

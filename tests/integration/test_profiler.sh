@@ -6,7 +6,7 @@
 # that completes, a job's own plugin left alone, a stall named from the plugin's counters.
 # STRIPPED may name another stripped build of the fake (a hidden-visibility one, say).
 # checks: 46
-# lane: long
+# lane: long 56
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob

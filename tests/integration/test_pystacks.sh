@@ -10,7 +10,7 @@
 # is unknown (3.8) is said in one line. A job started as another user (--user nobody). nccltrace
 # SIGKILLed while it takes stacks leaves no rank stopped or traced.
 # checks: 40
-# lane: long
+# lane: long 45
 . "$(dirname "$0")/lib.sh"
 
 JOB=$ROOT/tests/fixtures/pyring.py

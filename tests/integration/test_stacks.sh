@@ -7,7 +7,7 @@
 # the stacks of the culprit and of a waiting rank in the finding's evidence, the dump and the
 # report, with the full and the stripped library.
 # checks: 21
-# lane: long
+# lane: long 40
 . "$(dirname "$0")/lib.sh"
 
 SJ=$ROOT/build/stackjob/stackjob

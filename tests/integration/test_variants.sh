@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # checks: 110
-# lane: long
+# lane: long 125
 # The fake NCCL in the shapes real builds have, each put in place of the default the ways users
 # do (LD_LIBRARY_PATH, LD_PRELOAD), under a job linked to libnccl that starts NCCL at once:
 #   default  2.28.9 with symbols and DWARF (the wheel's shape)

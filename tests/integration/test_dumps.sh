@@ -61,9 +61,20 @@ export PLAIN NT TMP
 # same KIND WHAT: every dump through one(), as many at a time as CPUs, at the lowest priority
 # (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch
 # report --json (the reader and the diagnosis on every record) reads every dump; the other four
-# render what it read, and read the dumps of 1 MB or less (the floods' and the scaled rings' are
-# up to 10 MB, the same records many times over: a third of the pass's time for no new shape)
-mapfile -t SMALL < <(find "$FROM" -name '*.jsonl' -type f -size -1025k | sort)
+# render what it read, from the dumps of 256 KB or less and, for each record type that only a
+# bigger one has, the smallest dump that has it: every type is rendered, and the bigger dumps
+# (up to 10 MB: floods, scaled rings) hold the same records many times over
+types_of() { grep -ao '^{"type":"[a-z_]*"' "$1" | sort -u; }
+SMALL=()
+covered=""
+while read -r size d; do
+	t=$(types_of "$d")
+	if [ "$size" -le 262144 ] || [ -n "$(comm -23 <(echo "$t") <(echo "$covered"))" ]; then
+		SMALL+=("$d")
+		covered=$(printf '%s\n%s\n' "$covered" "$t" | sort -u | grep .)
+	fi
+done < <(find "$FROM" -name '*.jsonl' -type f -printf '%s %p\n' | sort -n)
+echo "# renders over ${#SMALL[@]} of ${#DUMPS[@]} dumps, $(wc -l <<<"$covered") record types"
 same() {
 	local kind=$1 what=$2 diff list=("${SMALL[@]}")
 	[ "$kind" = json ] && list=("${DUMPS[@]}")

@@ -190,7 +190,7 @@ check skew_culprit "findings: $(jq -c '[.findings[] | {rank, host}]' <<<"$RS")" 
 check convert_hosts "process names: $(jq -c '[.traceEvents[] | select(.name=="process_name") | .args.name]' "$TMP/trace.json" 2>&1 | head -c 300)" -- \
 	jqe "[.traceEvents[] | select(.name==\"process_name\") | .args.name | select(test(\"^rank [0-5] .* on host-[abc]\$\"))] | length == 6" "$TMP/trace.json"
 "$NT" report --html "$TMP/r.html" "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl" >/dev/null
-check html_stall_row "stalls: $(grep -o '"stalls":\[[^]]*\]' "$TMP/r.html" | head -c 200)" -- \
+check html_stall_row "stalls (row, from, to, finding): $(grep -oE '"stalls":\[(\[[^]]*\],?)*\]' "$TMP/r.html" | head -c 300); rows: $(grep -o '"ranks":\[[^]]*\]' "$TMP/r.html" | grep -o '"rank":[0-9-]*' | tr '\n' ' '); findings: $(kind_ranks "$("$NT" report --json "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl" | jq -c '.findings')")" -- \
 	grep -q '"stalls":\[\[3,' "$TMP/r.html"
 
 # /metrics of host b, by promtool's rules

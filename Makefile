@@ -163,11 +163,11 @@ CHECK_SUMMARY := $(abspath $(OUTPUT))/check-summary.txt
 # the builds run JOBS compiles at a time (default: the CPUs), make -jN or not
 JOBS ?= $(shell nproc)
 # integration scripts LANES at a time (scripts/run-tests.sh NT_LANES; those that load the
-# machine or measure what a neighbour would stretch run alone). Four on 2 CPUs: the jobs' waits
-# sleep rather than spin (lib.sh FIXTURE_IDLE_US), so the scripts leave each other the CPUs;
-# one of them the sanitized pass's test_dumps, at nice 19, takes one for 5 minutes
-# (docs/benchmarks.md, "The test suite"); LANES=1 runs them one after another
-LANES ?= 4
+# machine or measure what a neighbour would stretch run alone). One by default: with the jobs'
+# waits napping (lib.sh FIXTURE_IDLE_US) four lanes take make check on 2 CPUs to 19.5-21
+# minutes, but each such run failed one to three checks that measure a time or a window, a
+# different one each run (docs/benchmarks.md, "The test suite"); one lane takes about 40
+LANES ?= 1
 export NT_LANES ?= $(LANES)
 check:
 	$(Q)$(MAKE) --no-print-directory -j$(JOBS) all unit-bins

@@ -68,17 +68,17 @@ kill_marked() {
 	echo $n
 }
 
-# sanitizer_reports NAME DIR: NAME fails if the sanitizers left a report in DIR (one failure: how
-# many, the first one's summary line and file); the reports stay there
+# sanitizer_reports DIR: status 0 and one line (how many reports, the first one's summary line
+# and file) if the sanitizers left a report in DIR; the reports stay there
 sanitizer_reports() {
 	local f n=0 first=
-	for f in "$2"/*; do
+	for f in "$1"/*; do
 		[ -s "$f" ] || continue
 		n=$((n + 1))
 		[ -n "$first" ] || first=$f
 	done
-	[ "$n" -eq 0 ] && return
-	runner_fail "$1" sanitizer "$n report(s), the first: $(grep -m1 -E '^SUMMARY:|runtime error' "$first" || head -1 "$first") ($first)"
+	[ "$n" -eq 0 ] && return 1
+	echo "$n report(s), the first: $(grep -m1 -E '^SUMMARY:|runtime error' "$first" || head -1 "$first") ($first)"
 }
 
 # start_script SCRIPT: runs SCRIPT in the background, its output to LANE_DIR/NAME.out and its
@@ -114,46 +114,88 @@ start_script() {
 	MARKERS[$ASYNC_PID]=$marker
 }
 
-# finish_script SCRIPT: its output (as SCRIPT: LINE) and counts, once start_script's run ended
+# finish_script SCRIPT [ALONE_AGAIN]: its output (as SCRIPT: LINE) and counts, once start_script's
+# run ended. A script that failed beside others (NT_LANES > 1, not "# lane: alone") for no
+# timeout and no sanitizer report is not counted: its lines are printed as SCRIPT[lane]: LINE
+# and it goes on RERUN, to run again alone once the lanes are done (ALONE_AGAIN=1), where it
+# counts; the checks it failed beside others are said in the summary (FLAKY) whatever the
+# second run gives
+declare -a RERUN=() FLAKY=()
+declare -A LANE_FAILS=()
 finish_script() {
-	local t=$1 name want line n got=0 rc left took cpu msg
+	local t=$1 again=${2:-0} name want line n got=0 rc left took cpu msg
+	local p=0 f=0 s=0 fl=() out=() hard=0 why
 	name=$(basename "$t" .sh)
 	want=$(declared "$t")
 	read -r rc left took cpu <"$LANE_DIR/$name.meta"
 	while IFS= read -r line; do
-		echo "$name: $line"
+		out+=("$line")
 		case "$line" in
 		PASS\ *)
-			passed=$((passed + 1))
+			p=$((p + 1))
 			got=$((got + 1))
 			;;
 		FAIL\ *)
-			failed=$((failed + 1))
+			f=$((f + 1))
 			got=$((got + 1))
-			failures+=("$name: ${line#FAIL }")
+			fl+=("${line#FAIL }")
 			;;
 		SKIP\ *)
 			n=1
 			[[ $line =~ ^SKIP\ [^\ :]+\ \(([0-9]+)\ checks\): ]] && n=${BASH_REMATCH[1]}
-			skipped=$((skipped + n))
+			s=$((s + n))
 			got=$((got + n))
 			;;
 		esac
 	done <"$LANE_DIR/$name.out"
 	msg="took ${took}s, cpu ${cpu}s"
 	[ "$left" -gt 0 ] && msg+=", killed $left processes it left behind"
-	echo "$name: $msg"
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-		runner_fail "$name" timeout "ran past ${limit}s and was killed (NT_SCRIPT_TIMEOUT)"
+		fl+=("timeout: ran past ${limit}s and was killed (NT_SCRIPT_TIMEOUT)")
+		hard=1
+	else
+		# a script that dies without saying FAIL still fails
+		[ "$rc" = 0 ] || fl+=("exit: exited ${rc:-?}")
+		if [ -n "${NT_SANITIZER_LOGS:-}" ] && why=$(sanitizer_reports "$NT_SANITIZER_LOGS/$name"); then
+			fl+=("sanitizer: $why")
+			hard=1
+		fi
+		if [ -z "$want" ]; then
+			fl+=("count: declares no count (a line '# checks: N')")
+		elif [ "$got" -ne "$want" ]; then
+			fl+=("count: reported $got checks, declares $want")
+		fi
+	fi
+	if [ ${#fl[@]} -gt 0 ] && [ "$again" = 0 ] && [ "$hard" = 0 ] && [ "${NT_LANES:-1}" -gt 1 ] &&
+		[ "$(lane_of "$t")" != alone ]; then
+		printf '%s\n' "${out[@]}" | sed "s|^|$name[lane]: |"
+		echo "$name[lane]: $msg; failed beside other scripts: runs again alone after the lanes"
+		RERUN+=("$t")
+		LANE_FAILS[$name]=$(printf '%s; ' "${fl[@]%%:*}")
 		return
 	fi
-	# a script that dies without saying FAIL still fails
-	[ "$rc" = 0 ] || runner_fail "$name" exit "exited ${rc:-?}"
-	[ -n "${NT_SANITIZER_LOGS:-}" ] && sanitizer_reports "$name" "$NT_SANITIZER_LOGS/$name"
-	if [ -z "$want" ]; then
-		runner_fail "$name" count "declares no count (a line '# checks: N')"
-	elif [ "$got" -ne "$want" ]; then
-		runner_fail "$name" count "reported $got checks, declares $want"
+	[ ${#out[@]} -eq 0 ] || printf '%s\n' "${out[@]}" | sed "s|^|$name: |"
+	echo "$name: $msg"
+	passed=$((passed + p))
+	skipped=$((skipped + s))
+	for line in "${fl[@]}"; do
+		case "$line" in
+		timeout:* | exit:* | sanitizer:* | count:*)
+			runner_fail "$name" "${line%%:*}" "${line#*: }"
+			;;
+		*)
+			failed=$((failed + 1))
+			failures+=("$name: $line")
+			;;
+		esac
+	done
+	if [ "$again" = 1 ]; then
+		msg="${LANE_FAILS[$name]%; }"
+		if [ ${#fl[@]} -eq 0 ]; then
+			FLAKY+=("$name: failed beside other scripts ($msg), passed alone")
+		else
+			FLAKY+=("$name: failed beside other scripts ($msg), and alone")
+		fi
 	fi
 }
 
@@ -202,6 +244,14 @@ lanes_run() {
 		RUNNING[$ASYNC_PID]=$t
 	done
 	while [ ${#RUNNING[@]} -gt 0 ]; do reap_one; done
+	for t in "${RERUN[@]}"; do
+		start_script "$t"
+		RUNNING[$ASYNC_PID]=$t
+		wait "$ASYNC_PID"
+		finish_script "$t" 1
+		unset "RUNNING[$ASYNC_PID]" "MARKERS[$ASYNC_PID]"
+	done
+	RERUN=()
 	rm -rf "$LANE_DIR"
 }
 
@@ -254,6 +304,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+if [ ${#FLAKY[@]} -gt 0 ]; then
+	echo
+	echo "failed beside other scripts (NT_LANES=${NT_LANES:-1}), run again alone:"
+	printf '  %s\n' "${FLAKY[@]}"
+fi
 if [ ${#failures[@]} -gt 0 ]; then
 	echo
 	echo "failures:"
@@ -264,6 +319,7 @@ if [ -n "${NT_SUMMARY:-}" ]; then
 	{
 		echo "${NT_PASS:-tests}: $passed passed, $failed failed, $skipped skipped"
 		[ ${#failures[@]} -eq 0 ] || printf '  %s\n' "${failures[@]}"
+		[ ${#FLAKY[@]} -eq 0 ] || printf '  (run again alone) %s\n' "${FLAKY[@]}"
 	} >>"$NT_SUMMARY"
 fi
 [ "$failed" -eq 0 ]

@@ -365,6 +365,52 @@ static void test_stack_evidence_full(void **state)
 	assert_contains(f->evidence[3], "in NCCL transport setup");
 }
 
+/*
+ * A stack longer than an evidence line is cut between two frames and says so (" <- ..."), never
+ * inside a frame's name
+ */
+static void test_long_stack_cut_between_frames(void **state)
+{
+	const struct diag_config cfg = {.stall_threshold_ns = 5 * SEC, .active_window_ns = SEC};
+	static const char *const spec[] = {
+		"libc|clock_nanosleep_internal_wait|1",	  "prog|trainer_wait_for_the_next_batch|2",
+		"prog|trainer_step_with_gradient_sync|3", "prog|trainer_epoch_loop_over_batches|4",
+		"prog|trainer_run_all_epochs_of_job|5",	  "prog|main|6"};
+	struct snap_proc procs[4];
+	struct snapshot snap;
+	struct snap_stack v = {0};
+	struct finding out[4];
+	const char *line, *tail;
+
+	(void)state;
+	ring_setup(procs, 4, &snap);
+	v.st.pid = v.st.tid = 101;
+	v.st.taken_ns = NOW;
+	frames(&v.st, 6, spec);
+	procs[1].stacks = &v;
+	procs[1].nstacks = 1;
+	assert_int_equal(diagnose(&snap, &cfg, out, 4), 1);
+	line = out[0].evidence[1];
+	assert_contains(line, "clock_nanosleep_internal_wait [libc.so.6] <- trainer_wait_for_the");
+	/* the line was full: it ends in the mark, after a whole frame's name */
+	tail = strstr(line, " <- ...");
+	assert_non_null(tail);
+	assert_string_equal(tail, " <- ...");
+	assert_null(strstr(line, "<- main"));
+	for (size_t i = 1; i + 1 < sizeof(spec) / sizeof(spec[0]); i++) {
+		char name[64];
+		const char *at;
+
+		sscanf(spec[i], "prog|%63[^|]", name);
+		at = strstr(line, name);
+		/* a name is there whole, followed by the next separator, or not at all */
+		if (at)
+			assert_true(!strncmp(at + strlen(name), " <- ", 4) ||
+				    !strncmp(at + strlen(name), " [", 2));
+	}
+	assert_true(strlen(line) < sizeof(out[0].evidence[1]) - 1);
+}
+
 static void py_thread_of(struct py_stacks *ps, int pid, int n, const char *const *spec)
 {
 	struct py_thread *t = &ps->threads[0];
@@ -587,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_gpu_wait),
 		cmocka_unit_test(test_stacks_as_evidence),
 		cmocka_unit_test(test_stack_evidence_full),
+		cmocka_unit_test(test_long_stack_cut_between_frames),
 		cmocka_unit_test(test_record_and_report),
 		cmocka_unit_test(test_timed_out_take_keeps_stack),
 		cmocka_unit_test(test_python_evidence),

@@ -91,29 +91,44 @@ static bool startup_frame(const char *name)
 	       !strcmp(name, "_start") || !strncmp(name, "__libc_start", 12);
 }
 
-/* "a <- b [libc.so.6] <- c [prog]" from frame i on, into buf at off, up to main() */
+/*
+ * "a <- b [libc.so.6] <- c [prog]" from frame i on, into buf at off, up to main(). A stack longer
+ * than the line is cut between frames, never inside a name: " <- ..." says frames were left out
+ */
 static size_t frames_text(const struct thread_stack *st, int i, char *buf, size_t off, size_t len)
 {
+	static const char cut[] = " <- ...";
+
 	for (int k = i; k < st->nframes && off < len; k++) {
 		const struct stack_frame *f = &st->frames[k];
-		bool last = k + 1 == st->nframes;
-		char name[128];
+		bool last = k + 1 == st->nframes, end;
+		char name[128], piece[192];
+		int n;
 
 		stack_frame_name(f, name, sizeof(name));
 		if (startup_frame(name))
 			break;
-		off += snprintf(buf + off, len - off, "%s%s", k > i ? " <- " : "", name);
+		end = last || !strcmp(name, "main");
+		n = snprintf(piece, sizeof(piece), "%s%s", k > i ? " <- " : "", name);
 		/* the module once, after the last of its frames in a row */
 		if (!last) {
 			char next[128];
 
 			stack_frame_name(&st->frames[k + 1], next, sizeof(next));
+			end = end || startup_frame(next);
 			last = startup_frame(next) || strcmp(st->frames[k + 1].module, f->module);
 		}
-		if (last && f->symbol[0] && f->module[0] && off < len)
-			off += snprintf(buf + off, len - off, " [%s]",
-					stack_module_base(f->module));
-		if (!strcmp(name, "main"))
+		if (last && f->symbol[0] && f->module[0] && n < (int)sizeof(piece))
+			n += snprintf(piece + n, sizeof(piece) - n, " [%s]",
+				      stack_module_base(f->module));
+		/* this frame, and room to say that more follow where they do */
+		if (off + n + (end ? 0 : sizeof(cut) - 1) >= len) {
+			if (off + sizeof(cut) - 1 < len)
+				off += snprintf(buf + off, len - off, "%s", k > i ? cut : "...");
+			break;
+		}
+		off += snprintf(buf + off, len - off, "%s", piece);
+		if (end)
 			break;
 	}
 	return off;

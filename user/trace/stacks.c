@@ -125,6 +125,7 @@ struct stacks {
 	struct reaped *reaped;
 	int nreaped, cap_reaped;
 	struct stacks_stats stats;
+	uint64_t stop_wait_ns; /* STOP_WAIT_NS unless a test driver sets it */
 };
 
 /*
@@ -163,8 +164,14 @@ struct stacks *stacks__new(int (*returns)(void *ctx, int tid, struct stack_retur
 	if (st) {
 		st->returns = returns;
 		st->returns_ctx = ctx;
+		st->stop_wait_ns = STOP_WAIT_NS;
 	}
 	return st;
+}
+
+void stacks__set_stop_wait(struct stacks *st, uint64_t ns)
+{
+	st->stop_wait_ns = ns;
 }
 
 static void pstate_free(struct pstate *p)
@@ -565,7 +572,7 @@ static enum wait_result wait_once(struct stacks *st, int pid, int tid, int *stat
 
 static enum wait_result wait_stop(struct stacks *st, int pid, int tid, int *status)
 {
-	uint64_t deadline = clock_mono_ns() + STOP_WAIT_NS;
+	uint64_t deadline = clock_mono_ns() + st->stop_wait_ns;
 	struct timespec nap = {.tv_nsec = 20000};
 	enum wait_result w;
 
@@ -640,6 +647,15 @@ static void hold(struct stacks *st, int pid, int tid)
 {
 	if (grow(&st->held, &st->cap_held, st->nheld, sizeof(*st->held), 4) == 0)
 		st->held[st->nheld++] = (struct held){.pid = pid, .tid = tid};
+}
+
+/* tid's place in the held list, -1 if it is not held */
+static int held_at(const struct stacks *st, int tid)
+{
+	for (int i = 0; i < st->nheld; i++)
+		if (st->held[i].tid == tid)
+			return i;
+	return -1;
 }
 
 void stacks__note_stop(struct stacks *st, int tid, int status)
@@ -723,6 +739,28 @@ static bool stoppable(const struct pstate *p, int tid, struct thread_stack *out)
 	return true;
 }
 
+/* What a wait for tid's stop gave: out says it where the thread did not stop; one that was not
+ * held before (fresh) is held now until its stop comes */
+static enum wait_result held_result(struct stacks *st, const struct pstate *p, int tid,
+				    enum wait_result w, bool fresh, struct thread_stack *out,
+				    const int *status)
+{
+	if (w == W_EXITED) {
+		out->exited = true;
+		out->wait_status = *status;
+		snprintf(out->error, sizeof(out->error), "thread %d exited during the take", tid);
+	} else if (w == W_NONE) {
+		if (fresh)
+			hold(st, p->pid, tid);
+		out->timed_out = true;
+		snprintf(out->error, sizeof(out->error),
+			 "thread %d did not stop within %llu ms (in a long system call?): released "
+			 "when it does",
+			 tid, (unsigned long long)(st->stop_wait_ns / 1000000));
+	}
+	return w;
+}
+
 /*
  * Seize and interrupt tid, and wait for its stop: W_STOPPED (status set), or out->error says
  * why not (W_NONE: held until its stop comes; W_EXITED). -EPERM in *err when ptrace is refused.
@@ -732,8 +770,27 @@ static enum wait_result stop_thread(struct stacks *st, struct pstate *p, int tid
 				    size_t len)
 {
 	enum wait_result w;
+	int h = held_at(st, tid);
 
 	*err = 0;
+	if (h >= 0) {
+		/*
+		 * Seized by an earlier take that gave up waiting, its stop not come or not seen by
+		 * the time of this one (a thread that waits long for a CPU): it is ours already, so
+		 * its stop is awaited again. A second seize would fail as "traced already", by
+		 * nccltrace itself, and lose the process's take
+		 */
+		if (st->held[h].stop_status) {
+			/* the job's own reaper saw the stop (the tracee is nccltrace's child) */
+			*status = st->held[h].stop_status;
+			w = W_STOPPED;
+		} else {
+			w = wait_stop(st, p->pid, tid, status);
+		}
+		if (w != W_NONE)
+			st->held[h] = st->held[--st->nheld];
+		return held_result(st, p, tid, w, false, out, status);
+	}
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL)) {
 		int e = errno;
 
@@ -756,20 +813,7 @@ static enum wait_result stop_thread(struct stacks *st, struct pstate *p, int tid
 			 strerror(e));
 		return W_NONE;
 	}
-	w = wait_stop(st, p->pid, tid, status);
-	if (w == W_EXITED) {
-		out->exited = true;
-		out->wait_status = *status;
-		snprintf(out->error, sizeof(out->error), "thread %d exited during the take", tid);
-	} else if (w == W_NONE) {
-		hold(st, p->pid, tid);
-		out->timed_out = true;
-		snprintf(out->error, sizeof(out->error),
-			 "thread %d did not stop within %llu ms (in a long system call?): released "
-			 "when it does",
-			 tid, (unsigned long long)(STOP_WAIT_NS / 1000000));
-	}
-	return w;
+	return held_result(st, p, tid, wait_stop(st, p->pid, tid, status), true, out, status);
 }
 
 /* How long the take held and stopped the thread, into out and the totals */

@@ -89,6 +89,9 @@ int stacks__take(struct stacks *st, int pid, const int *tids, int n, struct thre
  * number still held.
  */
 int stacks__poll(struct stacks *st);
+/* How long a take waits for a thread's stop (20 ms); the test driver sets 0 to make takes that
+ * give up, and retakes of threads still held */
+void stacks__set_stop_wait(struct stacks *st, uint64_t ns);
 /*
  * A wait here reaped the exit of pid's group leader (a tracer has to): true once, with its
  * wait(2) status, for the caller that is pid's parent (nccltrace runs the job) to take as its own.

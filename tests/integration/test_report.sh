@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace report on good, corrupt, truncated and missing dumps: clear errors, never a crash.
-# checks: 12
+# checks: 13
 . "$(dirname "$0")/lib.sh"
 
 need_bpf report || end_checks
@@ -31,10 +31,11 @@ check progress_rows "report: $(grep -A4 '^progress' <<<"$txt")" -- \
 
 # 70 ranks (synthetic: a snapshot a second for 12 s, rank 33's bytes stop at 6 s): rows of two
 # ranks each, drawn as the least of the two, so rank 33's row goes blank and the others do not
-# (%.0f: mawk's %d stops at 2^31)
+# (%.0f: mawk's %d stops at 2^31). The ranks are named in reverse (ranks that start together are
+# named in any order): the rows are in rank order all the same
 awk 'BEGIN { t0 = 1000000000000; s = 1000000000
 	printf "{\"nccltrace\":1,\"version\":\"t\",\"host\":\"h\",\"start_ns\":%.0f,\"cmd\":[\"x\"]}\n", t0
-	for (r = 0; r < 70; r++) printf "{\"type\":\"rank\",\"ts_ns\":%.0f,\"pid\":%d,\"rank\":%d}\n", t0, 1000 + r, r
+	for (r = 69; r >= 0; r--) printf "{\"type\":\"rank\",\"ts_ns\":%.0f,\"pid\":%d,\"rank\":%d}\n", t0, 1000 + r, r
 	for (k = 1; k <= 12; k++) {
 		printf "{\"type\":\"snapshot\",\"ts_ns\":%.0f,\"procs\":[],\"conns\":[", t0 + k * s
 		for (r = 0; r < 70; r++) printf "%s{\"id\":\"c%d\",\"pid\":%d,\"bytes_sent\":%d,\"bytes_recv\":0,\"listener\":false}", r ? "," : "", r, 1000 + r, (r == 33 && k > 6 ? 6 : k) * 1000000
@@ -45,6 +46,8 @@ txt=$(LANG=C "$NT" report "$TMP/r70.jsonl" 2>&1)
 check progress_groups "report: $(grep -A3 '^progress' <<<"$txt"; grep -E '^  ranks 3[2-5]-' <<<"$txt")" -- \
 	bash -c 'test "$(grep -cE "^  ranks [0-9]+-[0-9]+ +\|" <<<"$1")" -eq 35 &&
 		grep -qE "^  ranks 32-33 +\|@{10} +\|$" <<<"$1" && grep -qE "^  ranks 34-35 +\|@{22}\|$" <<<"$1"' _ "$txt"
+check ranks_in_order "ranks in --json: $("$NT" report --json "$TMP/r70.jsonl" | jq -c '[.ranks[].rank]' | head -c 200)" -- \
+	jqe '[.ranks[].rank] == [range(70)]' <<<"$("$NT" report --json "$TMP/r70.jsonl")"
 
 # corrupt in the middle
 { head -3 "$D"; echo '{"type": broken'; tail -n +4 "$D"; } >"$TMP/corrupt.jsonl"

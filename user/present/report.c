@@ -315,7 +315,42 @@ static void add_progress(json_t *r, const struct rank_ctx *c)
 				      "bytes_per_s", a));
 }
 
-/* Ranks with their timelines and connection totals; NULL with err on a bad dump. */
+static json_int_t int_of(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t rx = int_of(x, "rank"), ry = int_of(y, "rank");
+
+	if (rx != ry)
+		return rx < ry ? -1 : 1;
+	return int_of(x, "pid") < int_of(y, "pid") ? -1 : int_of(x, "pid") > int_of(y, "pid");
+}
+
+/*
+ * In rank order, not in the order the ranks were named (ranks that start together come in
+ * any order): a page's rows, a report's lines, the same for the same job
+ */
+static void sort_ranks(json_t *ranks)
+{
+	size_t n = json_array_size(ranks);
+	json_t **v = n ? malloc(n * sizeof(*v)) : NULL;
+
+	if (!v)
+		return;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_incref(json_array_get(ranks, i));
+	qsort(v, n, sizeof(*v), by_rank);
+	json_array_clear(ranks);
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(ranks, v[i]);
+	free(v);
+}
+
+/* Ranks, in rank order, with their timelines and connection totals; NULL with err on a bad dump. */
 json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 {
 	struct rank_ctx c = {
@@ -335,6 +370,7 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 	}
 	reportlog_merge(c.ranks, c.logs);
 	json_decref(c.logs);
+	sort_ranks(c.ranks);
 	json_array_foreach(c.ranks, i, r)
 	{
 		struct dump_conn_sum sum =

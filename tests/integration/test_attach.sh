@@ -274,7 +274,9 @@ else
 fi
 
 # --- SIGKILL of nccltrace during the attach, at several moments: nothing held, nothing loaded ---
-start_job "$TMP/kill.out" "$NJ" --ranks 4 --iters 700 --step-delay 0.02 --timeout 120
+# 30 s of steps: the nine kills below take about 13 s alone, and outlasted a 14 s job (700 steps)
+# beside three other scripts (sigkill_job_runs: 0 of 5 alive, the job done)
+start_job "$TMP/kill.out" "$NJ" --ranks 4 --iters 1500 --step-delay 0.02 --timeout 120
 sleep 2
 pids=$(tree "$JPID")
 pids="$pids $(for c in $(pgrep -P "$JPID"); do pgrep -P "$c"; done)"

@@ -217,6 +217,31 @@ static void test_stopped_rank(void **state)
 	free(w);
 }
 
+/*
+ * A stopped rank's other connection keeps receiving (NCCL RAS's keep-alives from its peers, on a
+ * build whose probes cannot label RAS sockets): the bytes wait unread in its receive queue, and
+ * tcp_info dates their arrival. That is no move of the rank's own: it is still the culprit
+ */
+static void test_stopped_rank_unread_keepalives(void **state)
+{
+	struct world *w = stalled_ring(4, 1, 'T');
+	struct finding out[MAX_OUT];
+	int ka;
+
+	(void)state;
+	ka = add_pair(w, 101, 103, STALL_START);
+	w->conns[ka].c.last_recv_ns = NOW - 400 * MSEC;
+	w->conns[ka].c.recv_q = 360;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_STOPPED);
+	assert_int_equal(out[0].pid, 101);
+	/* read by a rank that runs, the same bytes are its own move: not the front of the stop */
+	w->procs[1].state = 'S';
+	w->conns[ka].c.recv_q = 0;
+	assert_int_equal(run(w, out), 0);
+	free(w);
+}
+
 static void test_slow_but_progressing(void **state)
 {
 	struct world *w = world_new();
@@ -741,6 +766,7 @@ int main(void)
 		cmocka_unit_test(test_unseen_at_attach_no_culprit),
 		cmocka_unit_test(test_peer_end_just_sent),
 		cmocka_unit_test(test_stopped_rank),
+		cmocka_unit_test(test_stopped_rank_unread_keepalives),
 		cmocka_unit_test(test_slow_but_progressing),
 		cmocka_unit_test(test_idle_is_not_waiting),
 		cmocka_unit_test(test_blocked_in_recv),

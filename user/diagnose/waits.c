@@ -372,6 +372,8 @@ static uint64_t proc_last_moved(const struct snapshot *s, int i)
 {
 	int n;
 	const int *ci = snapshot_conns_of(s, i, &n);
+	const struct snap_proc *p = &s->procs[i];
+	bool stopped = p->state == 'T' || p->state == 't';
 	uint64_t t = 0;
 
 	for (int k = 0; k < n; k++) {
@@ -381,7 +383,15 @@ static uint64_t proc_last_moved(const struct snapshot *s, int i)
 			continue;
 		if (c->c.last_send_ns > t)
 			t = c->c.last_send_ns;
-		if (c->c.last_recv_ns > t)
+		/*
+		 * A stopped process reads nothing: what waits in its receive queue came after its
+		 * last read, and the last receive tcp_info dates (an attach's sockets, refreshed
+		 * each tick) is the kernel's, not a move of its own. NCCL RAS's keep-alives go on
+		 * arriving at a stopped rank every second (8 ranks of NVIDIA's 2.28.3 .deb,
+		 * attach --once: its peers' keep-alives 0.4 s old in its queue made it "moving",
+		 * and no finding came)
+		 */
+		if (c->c.last_recv_ns > t && !(stopped && c->c.recv_q))
 			t = c->c.last_recv_ns;
 	}
 	return t;

@@ -253,6 +253,9 @@ for tr in $TRANSPORTS; do
 	attach_scenario $tr-attach-before-first ring_setup_blocked 1 "${E[@]}" -- --iters 40 \
 		--stall-rank 1 --stall-for 16 --stall-at first --eager-init
 	attach_scenario $tr-attach-stop peer_stopped 1 "${E[@]}" -- $L --stall-mode stop
+	# and to a rank asleep mid-loop (its NCCL RAS thread goes on with its keep-alives), 16 s: at
+	# 8 ranks the attach takes 2.5 s (stacks, memory scan) and counters wait the threshold from it
+	attach_scenario $tr-attach-sleep stall 1 "${E[@]}" -- --iters 40 --stall-rank 1 --stall-for 16
 	if want $TAG$tr-sleep-steady; then
 		q=$(grep -c '"type":"tcp_hooks","ts_ns":[0-9]*,"on":false' "$OUT/$TAG$tr-sleep-steady.jsonl")
 		echo "    $TAG$tr-sleep-steady: quiet mode went on $q time(s)"

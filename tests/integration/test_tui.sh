@@ -94,12 +94,14 @@ check log_owner_mode "log mode $(stat -c %a "$LOG")" -- test "$(stat -c %a "$LOG
 t kill-session -t nt
 
 # --- q, n: stop tracing, leave the job running ---
+# (20 s for the dashboard: a sanitized tracer beside other scripts once took more than 10, and
+# its q then came before the dashboard read keys)
 D=$TMP/detach.jsonl
 t new-session -d -s nt -x 100 -y 30 \
 	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; sleep 60"
-wait_for 10 screen_has "Ranks (2)"
+wait_for 20 screen_has "Ranks (2)"
 t send-keys -t nt q
-wait_for 3 screen_has "Stop the job too?"
+wait_for 6 screen_has "Stop the job too?"
 t send-keys -t nt n
 check detach_exit "nccltrace did not end on q, n: $(screen | tail -3)" -- wait_for 10 screen_has "NT_EXIT=0"
 check detach_job_runs "the job stopped with the tracer" -- ranks_running
@@ -112,7 +114,7 @@ t kill-session -t nt
 D=$TMP/term.jsonl
 t new-session -d -s nt -x 100 -y 30 \
 	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; echo NT_EXIT=\$?; sleep 60"
-wait_for 10 screen_has "Ranks (2)"
+wait_for 20 screen_has "Ranks (2)"
 pkill -TERM -f "^$NT run --dump $D"
 check sigterm_exit "nccltrace did not end on SIGTERM: $(screen | tail -3)" -- wait_for 10 screen_has "NT_EXIT="
 check sigterm_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
@@ -131,7 +133,7 @@ t kill-session -t nt
 D=$TMP/kill.jsonl
 t new-session -d -s nt -x 100 -y 30 \
 	"TERM=xterm $NT run --dump $D -- $RJ --ranks 2 --duration 30; rc=\$?; for i in \$(seq 50); do pgrep -f '^$NT run --dump $D' >/dev/null || break; sleep 0.1; done; echo NT_EXIT=\$rc; stty -a | tr ' ' '\n' | grep -xE -- '-?(echo|icanon)' | tr '\n' ' '; echo TTY_MODES; sleep 60"
-wait_for 10 screen_has "Ranks (2)"
+wait_for 20 screen_has "Ranks (2)"
 # the terminal watcher of this run: the tracer's command line, its own name (another script's
 # dashboard may run beside this one)
 watcher_here() {

@@ -2,7 +2,7 @@
 /*
  * Stacks of waiting threads, taken from outside with libdwfl.
  *
- * One file (870 lines): the seize, the stop's wait, the unwind, the detach and the held
+ * One file (920 lines): the seize, the stop's wait, the unwind, the detach and the held
  * threads' release share one state (struct stacks, its dwfl per process, the held list) and
  * one order of steps that a crash of the tracer must never break; split, each part would need
  * the others' internals. Symbol names are already apart (stacknames.c).

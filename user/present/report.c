@@ -4,9 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
-#include "present/convert.h"
 #include "present/dump.h"
-#include "present/dumpconns.h"
 #include "present/heat.h"
 #include "present/stackrec.h"
 #include "util/fmt.h"
@@ -141,259 +139,6 @@ static void print_settings(json_t *set)
 	}
 	if (n)
 		printf("\n");
-}
-
-/* Per rank: its connections and bytes (last counts per connection), how it ended. */
-struct rank_ctx {
-	json_t *ranks; /* [{rank, pid, ...}] */
-	struct dump_conns conns;
-	json_t *logs;			      /* pid -> what NCCL's log told */
-	struct heat heat;		      /* each process's bytes moved, at each snapshot */
-	uint64_t start_ns, first_ns, last_ns; /* the dump's; the snapshots' */
-	int nsnap;
-	bool nomem;
-};
-
-static json_t *rank_entry(json_t *ranks, int pid)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(ranks, i,
-			   v) if (json_integer_value(json_object_get(v, "pid")) == pid) return v;
-	return NULL;
-}
-
-/* A rank's verbs: QPs created, at RTS, destroyed, failed changes, and the HCA's events. */
-static void ib_tally(json_t *ranks, json_t *rec, const char *type)
-{
-	json_t *r = rank_entry(ranks, (int)json_integer_value(json_object_get(rec, "pid")));
-	json_t *ib;
-	const char *ev = json_string_value(json_object_get(rec, "event")) ?: "";
-
-	if (!r)
-		return;
-	ib = json_object_get(r, "ib");
-	if (!ib) {
-		ib = json_pack("{s:i,s:i,s:i,s:i,s:[]}", "qps", 0, "rts", 0, "destroyed", 0,
-			       "failed", 0, "events");
-		json_object_set_new(r, "ib", ib);
-	}
-#define BUMP(k)                                                                                    \
-	json_object_set_new(ib, k, json_integer(json_integer_value(json_object_get(ib, k)) + 1))
-	if (!strcmp(type, "ib_qp") && json_object_get(rec, "error"))
-		BUMP("failed");
-	else if (!strcmp(type, "ib_qp") && !strcmp(ev, "create"))
-		BUMP("qps");
-	else if (!strcmp(type, "ib_qp") && !strcmp(ev, "destroy"))
-		BUMP("destroyed");
-	else if (!strcmp(type, "ib_qp") &&
-		 !strcmp(json_string_value(json_object_get(rec, "to")) ?: "", "RTS")) {
-		BUMP("rts");
-		json_object_set(ib, "timeout", json_object_get(rec, "timeout"));
-		json_object_set(ib, "retry_cnt", json_object_get(rec, "retry_cnt"));
-	} else if (!strcmp(type, "ib_event")) {
-		json_array_append_new(json_object_get(ib, "events"),
-				      json_pack("{s:s,s:O}", "event", ev, "qp_num",
-						json_object_get(rec, "qp_num") ?: json_null()));
-	}
-#undef BUMP
-}
-
-static int collect_ranks(void *ctx, json_t *rec, int line)
-{
-	struct rank_ctx *c = ctx;
-	const char *type = json_string_value(json_object_get(rec, "type"));
-
-	(void)line;
-	if (!type)
-		return 0;
-	if (!strcmp(type, "rank") && json_is_integer(json_object_get(rec, "rank"))) {
-		json_array_append_new(c->ranks,
-				      json_pack("{s:O,s:O}", "rank", json_object_get(rec, "rank"),
-						"pid", json_object_get(rec, "pid")));
-	} else if (!strcmp(type, "proc") &&
-		   !strcmp(json_string_value(json_object_get(rec, "event")) ?: "", "exit")) {
-		json_t *r =
-			rank_entry(c->ranks, (int)json_integer_value(json_object_get(rec, "pid")));
-		char how[48];
-
-		if (!r)
-			return 0;
-		if (json_is_integer(json_object_get(rec, "signal")))
-			snprintf(how, sizeof(how), "killed by signal %lld",
-				 (long long)json_integer_value(json_object_get(rec, "signal")));
-		else
-			snprintf(how, sizeof(how), "exited with status %lld",
-				 (long long)json_integer_value(json_object_get(rec, "exit_code")));
-		json_object_set_new(r, "ended", json_string(how));
-		json_object_set(r, "ended_ns", json_object_get(rec, "ts_ns"));
-	} else if (!strcmp(type, "snapshot")) {
-		uint64_t ts = (uint64_t)json_integer_value(json_object_get(rec, "ts_ns"));
-
-		if (dump_conns_update(&c->conns, rec))
-			c->nomem = true;
-		/* every process at every snapshot: a total that stayed is a stretch of nothing */
-		for (int k = 0; k < c->conns.nm; k++)
-			if (heat_add(&c->heat, c->conns.m[k].pid, ts, c->conns.m[k].bytes))
-				c->nomem = true;
-		c->nsnap++;
-		if (ts && (!c->first_ns || ts < c->first_ns))
-			c->first_ns = ts;
-		if (ts > c->last_ns)
-			c->last_ns = ts;
-	} else if (!strncmp(type, "ib_", 3)) {
-		ib_tally(c->ranks, rec, type);
-	} else if (!strcmp(type, "nccl_log")) {
-		reportlog_add(c->logs, rec);
-	}
-	return 0;
-}
-
-/* The top-level NCCL phases of each rank's main thread, from the converted trace. */
-static void add_timelines(json_t *ranks, json_t *trace, uint64_t start)
-{
-	json_t *ev = json_object_get(trace, "traceEvents"), *e, *r;
-	size_t i, k;
-
-	json_array_foreach(ranks, k, r)
-	{
-		json_t *tl = json_array();
-		double end = -1;
-
-		json_array_foreach(ev, i, e)
-		{
-			double ts = json_number_value(json_object_get(e, "ts"));
-			double dur = json_number_value(json_object_get(e, "dur"));
-
-			if (strcmp(json_string_value(json_object_get(e, "ph")), "X") ||
-			    json_integer_value(json_object_get(e, "pid")) !=
-				    json_integer_value(json_object_get(r, "rank")) ||
-			    json_integer_value(json_object_get(e, "tid")) !=
-				    json_integer_value(json_object_get(r, "pid")) ||
-			    ts < end)
-				continue;
-			end = ts + dur;
-			json_array_append_new(tl, json_pack("{s:O,s:f,s:f}", "phase",
-							    json_object_get(e, "name"), "start_s",
-							    ts / 1e6, "dur_s", dur / 1e6));
-		}
-		json_object_set_new(r, "timeline", tl);
-		if (json_is_integer(json_object_get(r, "ended_ns"))) {
-			json_object_set_new(r, "ended_s",
-					    json_real((double)(json_integer_value(json_object_get(
-								       r, "ended_ns")) -
-							       (json_int_t)start) /
-						      1e9));
-			json_object_del(r, "ended_ns");
-		}
-	}
-}
-
-#define HEAT_COLS 60
-
-/*
- * A rank's bytes a second from the first snapshot to the last, in up to HEAT_COLS columns of
- * at least half a snapshot's interval (about a second)
- */
-static void add_progress(json_t *r, const struct rank_ctx *c)
-{
-	int ncols = 2 * (c->nsnap - 1) < HEAT_COLS ? 2 * (c->nsnap - 1) : HEAT_COLS;
-	double v[HEAT_COLS];
-	json_t *a;
-
-	if (!heat_columns(&c->heat, (int)json_integer_value(json_object_get(r, "pid")), c->first_ns,
-			  c->last_ns, ncols, v))
-		return;
-	a = json_array();
-	for (int i = 0; i < ncols; i++)
-		json_array_append_new(a, json_real(v[i]));
-	json_object_set_new(r, "progress",
-			    json_pack("{s:f,s:f,s:o}", "from_s",
-				      (double)(c->first_ns - c->start_ns) / 1e9, "column_s",
-				      (double)(c->last_ns - c->first_ns) / 1e9 / ncols,
-				      "bytes_per_s", a));
-}
-
-static json_int_t int_of(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
-static int by_rank(const void *a, const void *b)
-{
-	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t rx = int_of(x, "rank"), ry = int_of(y, "rank");
-
-	if (rx != ry)
-		return rx < ry ? -1 : 1;
-	return int_of(x, "pid") < int_of(y, "pid") ? -1 : int_of(x, "pid") > int_of(y, "pid");
-}
-
-/*
- * In rank order, not in the order the ranks were named (ranks that start together come in
- * any order): a page's rows, a report's lines, the same for the same job
- */
-static void sort_ranks(json_t *ranks)
-{
-	size_t n = json_array_size(ranks);
-	json_t **v = n ? malloc(n * sizeof(*v)) : NULL;
-
-	if (!v)
-		return;
-	for (size_t i = 0; i < n; i++)
-		v[i] = json_incref(json_array_get(ranks, i));
-	qsort(v, n, sizeof(*v), by_rank);
-	json_array_clear(ranks);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(ranks, v[i]);
-	free(v);
-}
-
-/* Ranks, in rank order, with their timelines and connection totals; NULL with err on a bad dump. */
-json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
-{
-	struct rank_ctx c = {
-		.ranks = json_array(),
-		.logs = json_object(),
-		.start_ns = (uint64_t)json_integer_value(json_object_get(header, "start_ns")),
-	};
-	json_t *trace, *r;
-	size_t i;
-
-	if (dump_read(path, collect_ranks, &c, err, errlen)) {
-		json_decref(c.ranks);
-		json_decref(c.logs);
-		dump_conns_free(&c.conns);
-		heat_free(&c.heat);
-		return NULL;
-	}
-	reportlog_merge(c.ranks, c.logs);
-	json_decref(c.logs);
-	sort_ranks(c.ranks);
-	json_array_foreach(c.ranks, i, r)
-	{
-		struct dump_conn_sum sum =
-			dump_conns_of(&c.conns, (int)json_integer_value(json_object_get(r, "pid")));
-
-		json_object_set_new(r, "connections", json_integer(sum.conns));
-		json_object_set_new(r, "bytes_sent", json_integer(sum.sent));
-		json_object_set_new(r, "bytes_recv", json_integer(sum.recv));
-		json_object_set_new(r, "retrans", json_integer(sum.retrans));
-		if (!c.nomem)
-			add_progress(r, &c);
-	}
-	dump_conns_free(&c.conns);
-	heat_free(&c.heat);
-	trace = convert_dump(path, true, err, errlen);
-	if (!trace) {
-		json_decref(c.ranks);
-		return NULL;
-	}
-	add_timelines(c.ranks, trace,
-		      (uint64_t)json_integer_value(json_object_get(header, "start_ns")));
-	json_decref(trace);
-	return c.ranks;
 }
 
 static void print_ib(json_t *ib)
@@ -546,13 +291,13 @@ static int progress_row(json_t *ranks, size_t from, size_t to, double *v)
 
 		if (i == from)
 			n = (int)json_array_size(b);
-		for (int k = 0; k < n && k < HEAT_COLS; k++) {
+		for (int k = 0; k < n && k < REPORT_HEAT_COLS; k++) {
 			double x = json_number_value(json_array_get(b, (size_t)k));
 
 			v[k] = i == from || x < v[k] ? x : v[k];
 		}
 	}
-	return n < HEAT_COLS ? n : HEAT_COLS;
+	return n < REPORT_HEAT_COLS ? n : REPORT_HEAT_COLS;
 }
 
 /* "rank 1 #1": a rank, and the findings that name it the culprit */
@@ -585,8 +330,8 @@ static void print_progress(json_t *r)
 	/* block elements on a UTF-8 terminal; a file or a pipe gets ASCII, for any reader */
 	bool utf8 = isatty(STDOUT_FILENO) &&
 		    heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
-	double v[HEAT_COLS], max = 0, col_s, from_s;
-	char strip[HEAT_COLS * 3 + 1], mb[24], mark[HEAT_COLS + 1];
+	double v[REPORT_HEAT_COLS], max = 0, col_s, from_s;
+	char strip[REPORT_HEAT_COLS * 3 + 1], mb[24], mark[REPORT_HEAT_COLS + 1];
 	int ncols;
 
 	if (!nr || !(p = json_object_get(json_array_get(ranks, 0), "progress")))
@@ -627,7 +372,7 @@ static void print_progress(json_t *r)
 	/* where each finding opened: its number, in the column of its time */
 	ncols = (int)json_array_size(json_object_get(p, "bytes_per_s"));
 	memset(mark, ' ', sizeof(mark));
-	mark[ncols < HEAT_COLS ? ncols : HEAT_COLS] = '\0';
+	mark[ncols < REPORT_HEAT_COLS ? ncols : REPORT_HEAT_COLS] = '\0';
 	json_array_foreach(json_object_get(r, "findings"), i, f)
 	{
 		double at = (double)(json_integer_value(json_object_get(f, "opened_ns")) -

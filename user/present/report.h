@@ -10,9 +10,13 @@
  */
 json_t *report_findings(const char *path, char *err, size_t errlen);
 
+/* a rank's progress ("bytes_per_s"): at most this many columns */
+#define REPORT_HEAT_COLS 60
+
 /*
- * Per rank (by pid): identity, connection totals, QPs and HCA events, the main thread's NCCL
- * phase timeline and how it ended. NULL with the reason in err on a corrupt dump.
+ * Per rank (by pid), in rank order: identity, connection totals, QPs and HCA events, the main
+ * thread's NCCL phase timeline, progress and how it ended (reportranks.c). NULL with the reason in
+ * err on a corrupt dump.
  */
 json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen);
 

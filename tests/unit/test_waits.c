@@ -4,6 +4,8 @@
  * Healthy, slow and idle rings give nothing; a sleeping, stopped or blocked rank, an unanswered
  * connect, an untraced peer, a cycle are named with their waiters; a peer end that just sent,
  * and counters that still move, are no wait; what a process waits on.
+ * One file (about 800 lines) as waits.c is one: each case reads as a change to the same ring of
+ * diagworld.h, and a rule's cases stay beside each other.
  */
 #include <stdarg.h>
 #include <stddef.h>

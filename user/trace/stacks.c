@@ -660,9 +660,10 @@ static int held_at(const struct stacks *st, int tid)
 
 void stacks__note_stop(struct stacks *st, int tid, int status)
 {
-	for (int i = 0; i < st->nheld; i++)
-		if (st->held[i].tid == tid)
-			st->held[i].stop_status = status;
+	int h = held_at(st, tid);
+
+	if (h >= 0)
+		st->held[h].stop_status = status;
 }
 
 int stacks__poll(struct stacks *st)

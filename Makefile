@@ -60,6 +60,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(UNIT_SRCS))
 DEMO := $(OUTPUT)/ringjob
 CALLCOST := $(OUTPUT)/callcost
 DIAGBENCH := $(OUTPUT)/diagbench
+DUMPSIZE := $(OUTPUT)/dumpsize
 FEDBENCH := $(OUTPUT)/fedbench
 PROFCOST := $(OUTPUT)/profcost
 PYCOST := $(OUTPUT)/pycost
@@ -257,6 +258,11 @@ $(DIAGBENCH): tests/bench/diagbench.c tests/unit/synth.h $(PURE_OBJS) | $(OUTPUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(filter %.c %.o,$^) $(LIBS) -o $@
 
+# the dump as the tracer writes it, from a dump of whole snapshots (scripts/bench-dumpsize.sh)
+$(DUMPSIZE): tests/bench/dumpsize.c $(PURE_OBJS) | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $(filter %.c %.o,$^) $(LIBS) -o $@
+
 # a job of 64 hosts: the merged report of their dumps, watch's rounds over their /state
 $(FEDBENCH): tests/bench/fedbench.c $(PURE_OBJS) | $(OUTPUT)
 	$(call msg,CC,$@)
@@ -277,7 +283,7 @@ $(SCANCOST): tests/bench/scancost.c tests/bench/bench.h $(PURE_OBJS) | $(OUTPUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(filter %.c %.o,$^) $(LIBS) -o $@
 
-bench: all $(CALLCOST) $(DIAGBENCH) $(FEDBENCH) $(PROFCOST) $(PYCOST) $(SCANCOST)
+bench: all $(CALLCOST) $(DIAGBENCH) $(DUMPSIZE) $(FEDBENCH) $(PROFCOST) $(PYCOST) $(SCANCOST)
 	$(Q)scripts/bench.sh
 
 # For the GPU machine (no compiler there): the static nccltrace and the bus-bandwidth benchmark,

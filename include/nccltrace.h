@@ -11,8 +11,9 @@
 #include <linux/types.h>
 #endif
 
-/* Version of the trace dump format (first field of the header line). */
-#define NT_DUMP_FORMAT 1
+/* Version of the trace dump format (first field of the header line). 2: snapshot and state
+ * records as what changed since the last frame (present/dumpdelta.h); 1 is read too. */
+#define NT_DUMP_FORMAT 2
 
 #define NT_COMM_LEN   16
 #define NT_MAX_TRACED 16384

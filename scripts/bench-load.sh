@@ -17,7 +17,7 @@ start=$(date +%s.%N)
 	--duration "$SECS" -q >"$T/out" 2>&1
 end=$(date +%s.%N)
 ops=$(jq -c 'select(.type == "snapshot") | .conns[]? |
-	{id, n: (.send_calls + .recv_calls + .send_eagain + .recv_eagain)}' "$D" |
+	{id, n: (.send_calls + .recv_calls + .send_eagain + .recv_eagain)}' <("$ROOT/build/nccltrace" cat "$D") |
 	jq -s 'group_by(.id) | map(max_by(.n).n) | add')
 tail -1 "$D" | jq -r --arg ops "$ops" --arg t "$(awk -v a="$start" -v b="$end" 'BEGIN { print b - a }')" --arg r "$RANKS" \
 	--arg size "$(stat -c %s "$D")" '

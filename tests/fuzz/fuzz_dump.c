@@ -1,16 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
  * A dump from anywhere (another host's, a corrupt or hostile one): what report, report --html
- * and convert make of it. Any input gives a result or an error, never a crash.
+ * convert and cat make of it (format 2's frames made whole: dumpdelta.h). Any input gives a result or an error, never a crash.
  */
 #include <jansson.h>
 #include "fuzz.h"
+#include "present/dump.h"
 #include "present/convert.h"
 #include "present/convertmerge.h"
 #include "present/html.h"
 #include "present/report.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int each_rec(void *ctx, json_t *rec, int line)
+{
+	(void)ctx;
+	(void)line;
+	return !json_is_object(rec);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -30,6 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		json_decref(r);
 	}
+	/* every record, the state frames made whole too (nccltrace cat, a merge) */
+	dump_read_states(path, each_rec, NULL, err, sizeof(err));
 	t = convert_dump(path, false, err, sizeof(err));
 	json_decref(t);
 	/* the convert command's way: events spilled to a file, copied out in time order */

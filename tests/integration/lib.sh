@@ -293,6 +293,10 @@ kill_leftovers() { own_pkill "$RJ"; }
 
 # jq_ok FILTER FILE: the filter yields true for some record
 # (jq -e alone judges only the last record)
+# whole DUMP: its records, with each snapshot and state whole (nccltrace cat: the dump writes
+# them as what changed since the last one, which jq alone cannot read)
+whole() { "$NT" cat "$1"; }
+
 jq_ok() { jq -s -e "[.[] | $1] | any" "$2" >/dev/null 2>&1; }
 
 # A negative check proves nothing on a missing or empty file: nonempty FILE says it has

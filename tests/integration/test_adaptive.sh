@@ -69,7 +69,7 @@ check short_once "named more than once: $(jq -c 'select(.type=="finding" and .ev
 # the moment it opened, the whole job: a snapshot record within a tick
 t_open=$(jq -r 'select(.type=="finding" and .event=="open") | .ts_ns' "$D" | head -1)
 check short_snapshot "no snapshot record at the finding's opening ($t_open)" -- \
-	jq_ok "select(.type==\"snapshot\") | .ts_ns >= ${t_open:-0} and .ts_ns - ${t_open:-0} < 300000000" "$D"
+	jq_ok "select(.type==\"snapshot\") | .ts_ns >= ${t_open:-0} and .ts_ns - ${t_open:-0} < 300000000" <(whole "$D")
 
 # --- a long stop: early, then sure at -t, never transient ---
 fast_stall long 8

@@ -181,7 +181,7 @@ since=$(jq -r '.[0].since_s' <<<"$f")
 check setup_since_from_attach "since_s $since: a setup entered before the attach counts from it ($THRESH..$((THRESH + 2)) s)" -- \
 	awk -v s="$since" -v t=$THRESH 'BEGIN{exit !(s >= t && s <= t + 2)}'
 check setup_phase_seeded "no thread of a waiter in transport setup from its stack" -- \
-	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.threads[]? | select(.phase != null) | .phase | test("socket accept|proxy call")' "$D"
+	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.threads[]? | select(.phase != null) | .phase | test("socket accept|proxy call")' <(whole "$D")
 unharmed setup
 
 # --- real NCCL's shape at 8 ranks (--stream: a collective returns once launched, the rank then

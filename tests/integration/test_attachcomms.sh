@@ -62,7 +62,7 @@ ago=$(awk -v m="$(marker_ns "$TMP/shm.out")" -v a="$(jq -r 'select(.type=="attac
 check shm_since_from_attach "since_s $since, want $THRESH..$((THRESH + 2)) (from the attach; the hang began $ago s before it)" -- \
 	awk -v s="$since" -v t=$THRESH -v a="$ago" 'BEGIN{exit !(s >= t && s <= t + 2 && a >= 2)}'
 calls=$(jq -s '[.[] | select(.type=="snapshot")] | last | [.conns[] | .send_calls + .recv_calls +
-	.send_eagain + .recv_eagain] | add // 0' "$D")
+	.send_eagain + .recv_eagain] | add // 0' <(whole "$D"))
 check shm_no_socket_traffic "$calls socket calls of the job after the attach, want 0 (the ring is on SHM)" -- \
 	test "$calls" -eq 0
 scans shm 3
@@ -87,7 +87,7 @@ check healthy_no_findings "exit $rc, findings $f, attach took $took s" -- \
 # threshold from the first tick's snapshot to the footer, and at least 1.5 s from the dump's
 # start (its header) to the footer; the window ended the trace, not the job (the footer's
 # exit_status -1: detached, the job going on)
-win=$(jq -s '(.[-1].ts_ns - ([.[] | select(.type=="snapshot")][0].ts_ns)) / 1e6 | floor' "$D")
+win=$(jq -s '(.[-1].ts_ns - ([.[] | select(.type=="snapshot")][0].ts_ns)) / 1e6 | floor' <(whole "$D"))
 all=$(jq -s '(.[-1].ts_ns - .[0].start_ns) / 1e6 | floor' "$D")
 ended=$(jq -r 'select(.type=="footer") | .exit_status' "$D")
 check healthy_window "traced for $win ms from the first snapshot (want < $((THRESH * 1000))), $all ms from the start (want >= 1500), footer exit_status $ended (want -1: the window ended it); attach took $took s" -- \

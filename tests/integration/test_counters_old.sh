@@ -48,7 +48,7 @@ totals() {
 		[.[] | select(.type=="snapshot") | .procs[] | select(.nccl.comms[0].source == $src) |
 		{pid, t: .nccl.comms[0].total}] | group_by(.pid) |
 		map({r: $r[(.[0].pid|tostring)], t: (map(.t) | max)}) | sort_by(.r) |
-		map("\(.r):\(.t)") | join(" ")' "$1"
+		map("\(.r):\(.t)") | join(" ")' <(whole "$1")
 }
 # the comm hash the ranks' initTransportsRank saw (2.21 sets it after bootstrapInit)
 comm_of() {

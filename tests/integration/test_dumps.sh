@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The sanitizers' build reads every trace dump the plain pass left (make check keeps them:
-# NT_KEEP_DUMPS, then NT_DUMPS_FROM): report, report --json, report --html, convert and doctor
+# NT_KEEP_DUMPS, then NT_DUMPS_FROM): report, report --json, report --html, convert, doctor and cat
 # each give what the plain build gives from the same dump (exit status and every byte), and any
 # ASan, LeakSanitizer or UBSan report fails the script (scripts/run-tests.sh reads their logs).
 # Dumps of every kind the scripts make: stalls, setup hangs, multi-host, IB, floods, corrupt and
 # truncated ones. The tracer's runs are the other scripts'; this is the readers' sanitized pass,
 # over far more dumps than re-running the scripts would give.
-# checks: 6
+# checks: 7
 # lane: long 300 (the sanitized pass: every dump read twice, at nice 19)
 . "$(dirname "$0")/lib.sh"
 
@@ -44,6 +44,7 @@ one() {
 		html) "$bin" report --html "$out.html" "$d" >"$out" 2>&1 ;;
 		convert) "$bin" convert "$d" -o "$out.trace" >"$out" 2>&1 ;;
 		doctor) "$bin" doctor "$d" >"$out" 2>&1 ;;
+		cat) "$bin" cat "$d" >"$out" 2>&1 ;;
 		esac
 		echo "exit $?" >>"$out"
 		for f in "$out.html" "$out.trace"; do
@@ -60,7 +61,7 @@ export PLAIN NT TMP
 
 # same KIND WHAT: every dump through one(), as many at a time as CPUs, at the lowest priority
 # (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch
-# report --json (the reader and the diagnosis on every record) reads every dump; the other four
+# report --json (the reader and the diagnosis on every record) reads every dump; the other five
 # render what it read, from the dumps of 256 KB or less and, for each record type that only a
 # bigger one has, the smallest dump that has it: every type is rendered, and the bigger dumps
 # (up to 10 MB: floods, scaled rings) hold the same records many times over
@@ -89,4 +90,5 @@ same json "nccltrace report --json"
 same html "nccltrace report --html"
 same convert "nccltrace convert"
 same doctor "nccltrace doctor DUMP"
+same cat "nccltrace cat"
 end_checks

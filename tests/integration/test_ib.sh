@@ -71,7 +71,7 @@ check ib_mr "no 128 KiB memory registration" -- jq_ok 'select(.type=="ib_mr" and
 # the job lingers 1.5 s with its QPs at RTS before ncclCommDestroy: a snapshot (1 Hz in the first
 # minute) falls in that window (without it, half the runs here ended between two snapshots)
 check snapshot_qps "no snapshot with a rank's QPs at RTS" -- \
-	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.ib.qps // [] | map(select(.state=="RTS")) | length > 0' "$D"
+	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.ib.qps // [] | map(select(.state=="RTS")) | length > 0' <(whole "$D")
 check report_ib "report's IB lines: $("$NT" report --json "$D" | jq -c '[.ranks[].ib]')" -- \
 	jqe '[.ranks[].ib | select(.qps >= 2 and .rts == .qps and .destroyed == .qps and .timeout == 14)] | length == 3' < <("$NT" report --json "$D")
 "$NT" convert "$D" -o "$TMP/ib.trace.json" >/dev/null 2>&1

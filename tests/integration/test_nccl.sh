@@ -48,10 +48,10 @@ roles=$(jq -r "select(.type==\"nccl_thread\" and .pid==$p1) | .role" "$D" | sort
 check thread_roles "rank 1 thread roles: $roles" -- test "$roles" = "proxy_progress proxy_service "
 check bootstrap_root_role "no bootstrap root thread in the launcher" -- \
 	jq_ok 'select(.type=="nccl_thread" and .role=="bootstrap_root")' "$D"
-coll=$(jq -s "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$p1) | .nccl.comms[0].collectives.AllReduce // 0] | max" "$D")
+coll=$(jq -s "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$p1) | .nccl.comms[0].collectives.AllReduce // 0] | max" <(whole "$D"))
 check collective_counts "rank 1 AllReduce count $coll, want 12 (from comm->seqNumber)" -- test "$coll" = 12
 check conn_labels "no connection labelled with its NCCL socket type" -- \
-	jq_ok 'select(.type=="snapshot") | .conns[] | select(.nccl != null) | .nccl | test("bootstrap|net|proxy")' "$D"
+	jq_ok 'select(.type=="snapshot") | .conns[] | select(.nccl != null) | .nccl | test("bootstrap|net|proxy")' <(whole "$D")
 # the default mode has no per-collective probe
 check no_enqueue_default "enqueue probe fired without --collectives" -- \
 	no_record 'select(.type=="nccl" and .probe=="enqueue")' "$D"
@@ -173,7 +173,7 @@ D=$TMP/always.jsonl
 	>/dev/null 2>&1
 check quiet_always "--tcp-hooks always still went quiet" -- lacks "$D" -F tcp_hooks
 check quiet_always_bytes "--tcp-hooks always: no bytes counted" -- \
-	jq_ok 'select(.type=="snapshot") | .conns[] | select(.bytes_sent > 1000000)' "$D"
+	jq_ok 'select(.type=="snapshot") | .conns[] | select(.bytes_sent > 1000000)' <(whole "$D")
 
 # --- an InfiniBand completion error, as NCCL's IB transport WARNs it: ib_error with the settings ---
 D=$TMP/ib.jsonl

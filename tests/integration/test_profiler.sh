@@ -70,7 +70,7 @@ rank_pids() { jq -r 'select(.type=="rank") | .pid' "$1" | sort -n | tr '\n' ' ';
 max_count() {
 	jq -s -r "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$2) | .nccl.comms[0] |
 		select(. != null)] | (map(.collectives.$3 // 0) | max | tostring) + \" \" +
-		(map(.source) | last // \"none\")" "$1"
+		(map(.source) | last // \"none\")" <(whole "$1")
 }
 
 # --- a healthy 3-rank job on the fake with DWARF: the plugin in every rank, seqNumber kept ---
@@ -91,7 +91,7 @@ check plugin_comm_hash "plugin comms (v5, 3 ranks): '$hashes', bootstrap says $p
 p1=$(rank_pid "$D" 1)
 check seqnumber_kept "rank 1: $(max_count "$D" "$p1" AllReduce), want 12 from comm->seqNumber" -- \
 	test "$(max_count "$D" "$p1" AllReduce)" = "12 comm->seqNumber"
-n=$(jq -s "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$p1) | .nccl.profiler.comms[0].collectives // 0] | max" "$D")
+n=$(jq -s "[.[] | select(.type==\"snapshot\") | .procs[] | select(.pid==$p1) | .nccl.profiler.comms[0].collectives // 0] | max" <(whole "$D"))
 check plugin_counts_too "the plugin counted $n collectives on rank 1, want 12" -- test "$n" = 12
 check healthy_no_findings "findings: $(findings "$D")" -- test "$(findings "$D" | jq length)" = 0
 

@@ -14,7 +14,7 @@ check healthy_exit_0 "exit $rc" -- test $rc -eq 0
 n=$(findings "$D" | jq 'length')
 check healthy_no_findings "$n findings: $(findings "$D")" -- test "$n" = 0
 check healthy_header "no header with attach_mode" -- \
-	jq_ok 'select(.nccltrace==1) | .attach_mode | test("tracepoint|fentry|kprobe")' "$D"
+	jq_ok 'select(.nccltrace==2) | .attach_mode | test("tracepoint|fentry|kprobe")' "$D"
 check healthy_footer "footer missing or exit_status wrong" -- \
 	jq_ok 'select(.type=="footer") | .exit_status==0' "$D"
 nranks=$(jq -r 'select(.type=="rank") | .rank' "$D" | sort -u | tr '\n' ' ')
@@ -24,9 +24,9 @@ p1=$(rank_pid "$D" 1)
 check rank_pid_forked "rank 1 pid $p1 not in a fork event" -- \
 	jq_ok "select(.type==\"proc\" and .event==\"fork\" and .pid==$p1)" "$D"
 # bytes were counted both ways, and the ring's connections were joined to their peers
-sent=$(jq -s '[.[] | select(.type=="snapshot") | .conns[] | select(.listener|not) | .bytes_sent] | max' "$D")
+sent=$(jq -s '[.[] | select(.type=="snapshot") | .conns[] | select(.listener|not) | .bytes_sent] | max' <(whole "$D"))
 check healthy_bytes "max bytes_sent $sent" -- test "${sent:-0}" -gt 100000
-peer=$(jq -s "[.[] | select(.type==\"snapshot\") | .conns[] | select(.pid==$p1 and .peer_pid!=null) | .peer_pid] | unique | length" "$D")
+peer=$(jq -s "[.[] | select(.type==\"snapshot\") | .conns[] | select(.pid==$p1 and .peer_pid!=null) | .peer_pid] | unique | length" <(whole "$D"))
 check peer_mapping "rank 1 has $peer distinct traced peers (want 2: next and previous)" -- test "$peer" = 2
 check allowlist_only "a non-allow-listed variable reached the dump" -- \
 	lacks "$D" -e '"PATH"' -e '"HOME"'

@@ -517,18 +517,40 @@ static void test_conn_event_kept(void **state)
 	assert_true(record_conn_event_kept(NT_EV_RESET, &e));
 }
 
-/* A snapshot a second while something happens, one every 10 s while the job runs healthy */
-static void test_snapshot_every(void **state)
+/*
+ * Written at once while something happens; otherwise calm, held in the ring, one in 30 s kept
+ * (and one that says a connection closed)
+ */
+static void test_snapshot_busy(void **state)
 {
 	const uint64_t s = NT_NSEC_PER_SEC, t0 = 1000 * s;
+	struct snap_conn c = {0};
+	struct snap_proc p = {0};
+	struct snapshot sn = {
+		.now_ns = t0 + 400 * s, .conns = &c, .nconns = 1, .procs = &p, .nprocs = 1};
 
 	(void)state;
-	assert_int_equal(record_snapshot_every(t0 + 30 * s, t0, 0, false), s); /* first minute */
-	assert_int_equal(record_snapshot_every(t0 + 61 * s, t0, 0, false), 10 * s);
-	assert_int_equal(record_snapshot_every(t0 + 61 * s, t0, 0, true), s); /* a finding open */
-	/* a finding closed 30 s ago, then a minute after it */
-	assert_int_equal(record_snapshot_every(t0 + 300 * s, t0, t0 + 270 * s, false), s);
-	assert_int_equal(record_snapshot_every(t0 + 331 * s, t0, t0 + 270 * s, false), 10 * s);
+	assert_true(record_snapshot_busy(t0 + 30 * s, t0, 0, false)); /* first minute */
+	assert_false(record_snapshot_busy(t0 + 61 * s, t0, 0, false));
+	assert_true(record_snapshot_busy(t0 + 61 * s, t0, 0, true)); /* a finding open */
+	/* a finding closed 20 s ago, then 30 s after it */
+	assert_true(record_snapshot_busy(t0 + 290 * s, t0, t0 + 270 * s, false));
+	assert_false(record_snapshot_busy(t0 + 301 * s, t0, t0 + 270 * s, false));
+
+	assert_true(record_snapshot_kept(&sn, t0 + 370 * s, t0 + 399 * s));
+	assert_false(record_snapshot_kept(&sn, t0 + 371 * s, t0 + 399 * s));
+	/* closed since the last snapshot taken: kept; closed before it: written then */
+	c.closed = true;
+	c.closed_ns = t0 + 399 * s + 1;
+	assert_true(record_snapshot_kept(&sn, t0 + 390 * s, t0 + 399 * s));
+	c.closed_ns = t0 + 398 * s;
+	assert_false(record_snapshot_kept(&sn, t0 + 390 * s, t0 + 399 * s));
+
+	assert_false(snapshot_in_setup(&sn));
+	p.nccl_setup = SNAP_SETUP_TRANSPORT;
+	assert_true(snapshot_in_setup(&sn));
+	p.exited = true;
+	assert_false(snapshot_in_setup(&sn));
 }
 
 /* The footer: what was lost, and what was over the budget, per class and per NCCL probe */
@@ -578,7 +600,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_write_then_read),
 		T(test_conn_event_kept),
-		T(test_snapshot_every),
+		T(test_snapshot_busy),
 		T(test_write_format),
 		T(test_create_chown),
 		T(test_create_refuses_existing),

@@ -24,6 +24,7 @@ const char cli_main_help[] =
 	"                                   libibverbs\n"
 	"  doctor [DUMP... | -- CMD...]     lint the NCCL/PyTorch environment\n"
 	"  convert DUMP... -o TRACE.json    the dump as a Perfetto / Chrome trace\n"
+	"  cat DUMP                         the dump's records whole, one per line, for jq\n"
 	"  watch HOST:PORT...               one live view of the tracers of a job's hosts\n"
 	"  version                          print the version\n"
 	"\n"
@@ -55,6 +56,10 @@ const char cli_run_help[] =
 	"Options:\n"
 	"  -o, --dump PATH            trace dump (JSON Lines); default "
 	"nccltrace-HOST-DATE-TIME.jsonl\n"
+	"      --dump-detail WHAT     adaptive (default): a snapshot each second while something\n"
+	"                             happens, one in 30 s while the job runs calm, and the\n"
+	"                             minute before anything happens at full resolution;\n"
+	"                             full: a snapshot each second, always\n"
 	"  -t, --stall-threshold SEC  no progress for this long is a stall (default 5); the\n"
 	"                             ceiling: a job that moves faster is called stalled after\n"
 	"                             10 x its own p99 gap between moves (at least the floor)\n"
@@ -113,6 +118,7 @@ const char cli_attach_help[] =
 	"      --json                 with --once: print the report's JSON ({\"findings\":[...]})\n"
 	"  -o, --dump PATH            trace dump (JSON Lines); default "
 	"nccltrace-HOST-DATE-TIME.jsonl\n"
+	"      --dump-detail WHAT     adaptive (default) or full, as for run\n"
 	"  -t, --stall-threshold SEC  no progress for this long is a stall (default 5), the\n"
 	"                             adaptive threshold's ceiling, as for run\n"
 	"      --min-threshold SEC    its floor (default 1); --fixed-threshold: -t always\n"
@@ -196,6 +202,19 @@ const char cli_convert_help[] =
 	"\n"
 	"Example:\n"
 	"  nccltrace convert /tmp/ring.jsonl -o /tmp/ring.trace.json\n";
+
+const char cli_cat_help[] =
+	"Usage: nccltrace cat DUMP\n"
+	"\n"
+	"Print the dump's records, one JSON object per line, with each snapshot and state record\n"
+	"whole: the dump writes them as what changed since the last one (format 2), which jq\n"
+	"alone cannot read. A dump of format 1 comes out as it is.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help  this help\n"
+	"\n"
+	"Example:\n"
+	"  nccltrace cat /tmp/ring.jsonl | jq -c 'select(.type==\"snapshot\") | .conns | length'\n";
 
 const char cli_doctor_help[] =
 	"Usage: nccltrace doctor [--json] [--nccl-lib LIB] [DUMP... | -- CMD [ARGS...]]\n"
@@ -296,6 +315,7 @@ enum {
 	OPT_FIXED_THRESHOLD,
 	OPT_BUDGET,
 	OPT_RINGBUF_KB,
+	OPT_DUMP_DETAIL,
 };
 
 /* The options run and attach share */
@@ -313,6 +333,7 @@ static const struct option trace_longopts[] = {
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 	{"record-budget", required_argument, NULL, OPT_BUDGET},
 	{"ringbuf-kb", required_argument, NULL, OPT_RINGBUF_KB},
+	{"dump-detail", required_argument, NULL, OPT_DUMP_DETAIL},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 };
@@ -358,6 +379,14 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 		return 0;
 	case OPT_FIXED_THRESHOLD:
 		o->fixed_threshold = true;
+		return 0;
+	case OPT_DUMP_DETAIL:
+		if (strcmp(optarg, "adaptive") && strcmp(optarg, "full")) {
+			snprintf(err, errlen, "--dump-detail '%s': expected adaptive or full",
+				 optarg);
+			return -1;
+		}
+		o->dump_full = !strcmp(optarg, "full");
 		return 0;
 	case OPT_NO_TUI:
 		o->no_tui = true;

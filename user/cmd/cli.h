@@ -24,6 +24,7 @@ struct run_opts {
 	const char *token_file; /* --token-file: the bearer token those requests need */
 	unsigned budget;	/* --record-budget: records a second per process and class */
 	unsigned ringbuf_kb;	/* --ringbuf-kb: the ring buffer's size (0: 1024) */
+	bool dump_full;		/* --dump-detail full: every second's snapshot written */
 	char **cmd;		/* NULL-terminated, points into argv */
 	int ncmd;
 	bool help;
@@ -75,5 +76,6 @@ extern const char cli_report_help[];
 extern const char cli_probes_help[];
 extern const char cli_doctor_help[];
 extern const char cli_convert_help[];
+extern const char cli_cat_help[];
 
 #endif /* NT_CLI_H */

@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 		return report_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "convert"))
 		return convert_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "cat"))
+		return cat_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "doctor"))
 		return doctor_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "probes"))

@@ -82,25 +82,6 @@ int session_exit_code(int status)
 	return WEXITSTATUS(status);
 }
 
-void session_dump(struct session *s, json_t *rec)
-{
-	int err;
-
-	if (!rec)
-		return;
-	if (s->dump && !s->dump_failed) {
-		err = dump__write(s->dump, rec);
-		if (err) {
-			/* the trace goes on; only the file stops growing */
-			pr_warn("cannot write the trace dump %s: %s; tracing continues without "
-				"it\n",
-				dump__path(s->dump), strerror(-err));
-			s->dump_failed = true;
-		}
-	}
-	json_decref(rec);
-}
-
 void session_finding(void *ctx, enum finding_event ev, const struct tracked_finding *t)
 {
 	struct session *s = ctx;
@@ -387,16 +368,9 @@ void session_tick(struct session *s, bool force_snapshot)
 		s->last_state_ns = now;
 	}
 	quiet_step(s, now);
-	/* the moment a finding opens, all of it: every rank, connection, phase and counter */
-	if (force_snapshot || s->snapshot_now ||
-	    now - s->last_snapshot_ns >=
-		    record_snapshot_every(now, s->start_ns, s->last_change_ns,
-					  findings_open_count(&s->findings) > 0 || s->job_exited)) {
-		session_dump(s, record_snapshot(&s->snap, s->nstate, s->last_snapshot_ns));
-		s->last_snapshot_ns = now;
-		s->snapshot_now = false;
+	/* each second; while the job is calm into the dump's ring (sessiondump.c) */
+	if (session_snapshot(s, now, force_snapshot))
 		check_losses(s);
-	}
 	if (s->tui && now - s->last_draw_ns >= DRAW_EVERY_NS)
 		livetui_draw(s, true);
 	/* its connections' timeouts */
@@ -476,6 +450,16 @@ void session_footer(struct session *s, int exit_status)
 	if (f && !getrusage(RUSAGE_SELF, &ru))
 		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
 				    json_integer(ru.ru_maxrss));
+	/* the last minute, whole, before the footer */
+	session_release(s);
+	if (f && s->dump) {
+		uint64_t held, dropped;
+
+		dump__frames(s->dump, &held, &dropped);
+		json_object_set_new(f, "snapshots",
+				    json_pack("{s:I, s:I}", "held", (json_int_t)held, "thinned",
+					      (json_int_t)dropped));
+	}
 	session_dump(s, f);
 }
 
@@ -802,6 +786,7 @@ int session_open(struct session *s, const struct launch_creds *cr)
 		return EXIT_CANTCREAT;
 	}
 	snprintf(s->dump_path, sizeof(s->dump_path), "%s", path);
+	session_ring_scale(s);
 	rc = session_listen_open(s);
 	if (rc)
 		return rc;

@@ -52,6 +52,7 @@ struct session {
 	int job_status;
 	int sfd, tfd; /* signalfd and the tick's timerfd */
 	uint64_t last_snapshot_ns;
+	uint64_t last_kept_ns;	 /* the last snapshot written, or held to be written */
 	uint64_t last_change_ns; /* a finding opened or closed, 0: none yet */
 	uint64_t last_state_ns;	 /* the last state record (record_state_due) */
 	uint64_t stats[NT_STAT_MAX];
@@ -110,6 +111,15 @@ int session_block_signals(void);
 int session_stop_pending(void);
 /* One record into the dump (taken over, NULL is ignored). */
 void session_dump(struct session *s, json_t *rec);
+/*
+ * This tick's snapshot record, if one is due (a second since the last; force: now), written
+ * at once or held in the dump's ring (sessiondump.c); true when one was taken
+ */
+bool session_snapshot(struct session *s, uint64_t now, bool force);
+/* the dump's ring written out: before the footer */
+void session_release(struct session *s);
+/* NCCLTRACE_RING_S: the tests' shorter ring and calm rate */
+void session_ring_scale(struct session *s);
 /* A finding opened, changed or closed: the dump, stderr, the count. */
 void session_finding(void *ctx, enum finding_event ev, const struct tracked_finding *t);
 /* Read everything, diagnose, tell; force_snapshot: a snapshot record now. */

@@ -13,6 +13,7 @@ int run_main(int argc, char **argv);	 /* nccltrace run [OPTIONS] -- CMD... */
 int attach_main(int argc, char **argv);	 /* nccltrace attach [OPTIONS] PID... */
 int report_main(int argc, char **argv);	 /* nccltrace report [--json | --html OUT] DUMP */
 int convert_main(int argc, char **argv); /* nccltrace convert DUMP -o TRACE.json */
+int cat_main(int argc, char **argv);	 /* nccltrace cat DUMP */
 int doctor_main(int argc, char **argv);	 /* nccltrace doctor [...] */
 int probes_main(int argc, char **argv);
 int watch_main(int argc, char **argv);

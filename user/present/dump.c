@@ -8,12 +8,17 @@
 #include <time.h>
 #include <unistd.h>
 #include "present/dump.h"
+#include "present/dumpdelta.h"
+#include "present/dumpring.h"
 #include "util/log.h"
 #include "nccltrace.h"
 
 struct dump {
 	int fd;
 	char *path;
+	struct delta_enc *enc;	/* snapshots and states as what changed (dumpdelta.h) */
+	struct dump_ring *ring; /* the calm job's last minute of snapshots (dumpring.h) */
+	uint64_t frames_held, frames_dropped;
 };
 
 int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid)
@@ -67,7 +72,13 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 	if (fd < 0)
 		return fd;
 	d = calloc(1, sizeof(*d));
-	if (!d || !(d->path = strdup(path))) {
+	if (!d || !(d->path = strdup(path)) || !(d->enc = delta_enc_new()) ||
+	    !(d->ring = dump_ring_new((uint64_t)DUMP_RING_SPAN_S * 1000000000ull,
+				      DUMP_RING_MAX_BYTES))) {
+		if (d) {
+			free(d->path);
+			delta_enc_free(d->enc);
+		}
 		free(d);
 		close(fd);
 		unlink(path);
@@ -80,12 +91,17 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 
 int dump__write(struct dump *d, json_t *rec)
 {
-	char *s = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
 	size_t len, off = 0;
 	int err = 0;
+	char *s;
 
-	if (!s)
+	/* out of memory, it stays whole: a key frame */
+	delta_encode(d->enc, rec);
+	s = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
+	if (!s) {
+		delta_enc_reset(d->enc);
 		return -ENOMEM;
+	}
 	len = strlen(s);
 	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
 	while (off < len + 1) {
@@ -100,7 +116,69 @@ int dump__write(struct dump *d, json_t *rec)
 		off += n;
 	}
 	free(s);
+	/* a frame not written whole: a reader would apply the next one to another */
+	if (err)
+		delta_enc_reset(d->enc);
 	return err;
+}
+
+/* the ring's frames that are due (all: every one), written if kept, else dropped */
+static int drain(struct dump *d, uint64_t now, bool all)
+{
+	char *text;
+	bool keep;
+	int err = 0;
+
+	while ((text = dump_ring_pop(d->ring, now, all, &keep))) {
+		json_t *rec = keep || all ? json_loads(text, 0, NULL) : NULL;
+
+		free(text);
+		if (!keep && !all) {
+			d->frames_dropped++;
+			continue;
+		}
+		err = rec ? dump__write(d, rec) : -ENOMEM;
+		json_decref(rec);
+		if (err)
+			break;
+	}
+	return err;
+}
+
+int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep)
+{
+	char *text = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
+	int err;
+
+	/* no room to hold it: written now, so that nothing is lost */
+	if (!text || dump_ring_push(d->ring, text, ts, keep))
+		return dump__write(d, rec);
+	d->frames_held++;
+	err = drain(d, ts, false);
+	return err;
+}
+
+int dump__release(struct dump *d)
+{
+	return drain(d, 0, true);
+}
+
+int dump__set_ring(struct dump *d, unsigned span_s)
+{
+	struct dump_ring *r = dump_ring_new((uint64_t)span_s * 1000000000ull, DUMP_RING_MAX_BYTES);
+
+	if (!r)
+		return -ENOMEM;
+	dump__release(d);
+	dump_ring_free(d->ring);
+	d->ring = r;
+	return 0;
+}
+
+void dump__frames(const struct dump *d, uint64_t *held, uint64_t *dropped)
+{
+	*held = d->frames_held;
+	*dropped = d->frames_dropped;
 }
 
 const char *dump__path(const struct dump *d)
@@ -112,8 +190,11 @@ void dump__close(struct dump *d)
 {
 	if (!d)
 		return;
+	dump__release(d);
+	dump_ring_free(d->ring);
 	fsync(d->fd);
 	close(d->fd);
+	delta_enc_free(d->enc);
 	free(d->path);
 	free(d);
 }
@@ -200,10 +281,19 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 	ssize_t n;
 	int lineno = 0, rc = 0;
 	bool header = false;
+	struct delta_dec *dec = delta_dec_new();
+	char why[256];
 
 	err[0] = '\0';
+	if (!dec) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		if (f)
+			fclose(f);
+		return -1;
+	}
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		delta_dec_free(dec);
 		return -1;
 	}
 	while ((n = getline(&line, &cap, f)) >= 0) {
@@ -268,6 +358,13 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			}
 			header = true;
 		}
+		/* a frame written as what changed, whole again */
+		if (delta_decode(dec, rec, why, sizeof(why))) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+			json_decref(rec);
+			rc = -1;
+			break;
+		}
 		rc = fn(ctx, rec, lineno);
 		json_decref(rec);
 		if (rc) {
@@ -283,5 +380,6 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 	}
 	free(line);
 	fclose(f);
+	delta_dec_free(dec);
 	return rc;
 }

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct dump;
@@ -26,7 +27,19 @@ int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid);
 int dump_create_dir(const char *path, bool chown, uid_t uid, gid_t gid);
 /* Append one record. 0 or -errno. */
 int dump__write(struct dump *d, json_t *rec);
+/*
+ * A snapshot record at ts, while the job is calm: held in the pre-trigger ring (dumpring.h) for
+ * a minute, then written if keep, else dropped; the frames held longer go now. 0 or -errno.
+ */
+int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep);
+/* every held frame to the file, oldest first: something happened, or the trace ends */
+int dump__release(struct dump *d);
+/* the ring's span (default DUMP_RING_SPAN_S); 0 or -ENOMEM */
+int dump__set_ring(struct dump *d, unsigned span_s);
+/* frames held in the ring so far, and those of them dropped (thinned) */
+void dump__frames(const struct dump *d, uint64_t *held, uint64_t *dropped);
 const char *dump__path(const struct dump *d);
+/* the held frames written (dump__release), then the file closed */
 void dump__close(struct dump *d);
 
 /* "nccltrace-HOST-YYYYmmdd-HHMMSS.jsonl", "nccltrace-HOST-JOB-YYYYmmdd-HHMMSS.jsonl" (job not "") */

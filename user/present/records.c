@@ -354,14 +354,38 @@ bool record_conn_event_kept(unsigned int type, const struct nt_ev_conn *e)
 	       e->c.retrans <= 8 || e->c.retrans % 64 == 0;
 }
 
-#define SNAPSHOT_BUSY_NS NT_NSEC_PER_SEC
-#define SNAPSHOT_CALM_NS (10 * NT_NSEC_PER_SEC)
-#define CALM_AFTER_NS	 (60 * NT_NSEC_PER_SEC)
+/* the calm rate's times (records.h record_rate_scale): keep one in 30 s, a minute after start */
+static uint64_t keep_every_ns = 30 * NT_NSEC_PER_SEC, calm_after_ns = 60 * NT_NSEC_PER_SEC,
+		after_change_ns = 30 * NT_NSEC_PER_SEC;
 
-uint64_t record_snapshot_every(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy)
+void record_rate_scale(unsigned ring_s)
 {
-	if (busy || now - start_ns < CALM_AFTER_NS ||
-	    (last_change_ns && now - last_change_ns < CALM_AFTER_NS))
-		return SNAPSHOT_BUSY_NS;
-	return SNAPSHOT_CALM_NS;
+	keep_every_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC / 2;
+	calm_after_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC;
+	after_change_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC / 2;
+}
+
+bool record_snapshot_busy(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy)
+{
+	return busy || now - start_ns < calm_after_ns ||
+	       (last_change_ns && now - last_change_ns < after_change_ns);
+}
+
+bool record_snapshot_kept(const struct snapshot *s, uint64_t last_kept_ns, uint64_t last_ns)
+{
+	if (s->now_ns - last_kept_ns >= keep_every_ns)
+		return true;
+	/* a connection closed since the last: written once, in this one */
+	for (int i = 0; i < s->nconns; i++)
+		if (s->conns[i].closed && s->conns[i].closed_ns > last_ns)
+			return true;
+	return false;
+}
+
+bool snapshot_in_setup(const struct snapshot *s)
+{
+	for (int i = 0; i < s->nprocs; i++)
+		if (s->procs[i].nccl_setup != SNAP_SETUP_NONE && !s->procs[i].exited)
+			return true;
+	return false;
 }

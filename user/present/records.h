@@ -48,12 +48,26 @@ json_t *record_conn_event(const struct nt_ev_conn *e, const char *label);
  */
 bool record_conn_event_kept(unsigned int type, const struct nt_ev_conn *e);
 /*
- * How often a snapshot goes to the dump: a second while something happens (the first minute
- * since start_ns, a finding opened or closed within the last minute (last_change_ns, 0: none),
- * busy: a finding open or the job over), 10 s while the job runs healthy. A long healthy job's
- * dump grows several times slower (docs/reliability.md); nothing a finding needs is coarser.
+ * A snapshot is taken each second. Is this second's written at once? While something happens:
+ * the first minute since start_ns, 30 s after a finding opened or closed (last_change_ns, 0:
+ * none), busy (a finding open, the job over, a rank in NCCL setup). Otherwise the job is calm,
+ * and the snapshot waits in the dump's pre-trigger ring (dump__hold), which goes to the file
+ * whole when it is busy again.
  */
-uint64_t record_snapshot_every(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy);
+bool record_snapshot_busy(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy);
+/*
+ * Of a calm job's snapshots, those that stay when the ring moves on: one in 30 s (the last kept
+ * at last_kept_ns), and one that says a connection closed since the last taken (last_ns).
+ * A healthy day's dump grows 30 times slower; nothing a finding needs is coarser.
+ */
+bool record_snapshot_kept(const struct snapshot *s, uint64_t last_kept_ns, uint64_t last_ns);
+/*
+ * The calm rate's times from the ring's span (dumpring.h), the default 60 s: calm from a minute
+ * after the start and 30 s after a change, one kept in 30 s (NCCLTRACE_RING_S, for the tests)
+ */
+void record_rate_scale(unsigned ring_s);
+/* a live rank inside NCCL's communicator init or transport setup */
+bool snapshot_in_setup(const struct snapshot *s);
 /* every process, and the connections open or closed since last_ns; ns may be NULL */
 json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns);
 /*

@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Dumps for long jobs (format 2): snapshots written as what changed since the last, and, while
+# the job runs calm, one kept in the ring's half-span with the last span held in memory and
+# written whole the moment a finding opens (the pre-trigger ring). The fake NCCL job, 4 ranks,
+# a rank asleep for 5 s in the middle; the ring's span shortened to 6 s (NCCLTRACE_RING_S, the
+# tests' knob: a minute by default) so that a calm stretch is thinned within seconds. The same
+# run with --dump-detail full (every second written) gives the same finding. nccltrace cat
+# makes every frame whole for jq; a frame cut from its key frame is a clear error at its line;
+# a dump cut inside a frame (a tracer killed while writing) still reads; a dump of format 1
+# reads as it did; cat's bad input is a one-line error.
+# checks: 19
+# lane: long 55
+. "$(dirname "$0")/lib.sh"
+
+NJ=$ROOT/build/nccljob
+need_fixture dumprate "$NJ" || end_checks
+RING=6
+A=$TMP/adaptive.jsonl
+F=$TMP/full.jsonl
+
+# the two runs side by side: the same job, the same fault, 4 ranks each
+JOB=("$NJ" --ranks 4 --iters 800 --fault in-collective --fault-rank 2 --fault-for 5 --timeout 90)
+NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump "$A" -- "${JOB[@]}" >"$TMP/a.out" 2>&1 &
+pa=$!
+NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump-detail full --dump "$F" -- "${JOB[@]}" \
+	>"$TMP/f.out" 2>&1 &
+pf=$!
+wait $pa
+ra=$?
+wait $pf
+rf=$?
+own_pkill "$NJ"
+
+# --- the finding, in both ---
+fa=$(findings "$A")
+ff=$(findings "$F")
+check adaptive_finding "exit $ra; findings $(jq -c 'map({kind, rank, pid})' <<<"$fa"); marker: rank 2 pid $(marker_pid "$TMP/a.out")" -- \
+	test "$ra" = 0 -a "$(jq length <<<"$fa")" = 1 -a "$(culprit "$fa")" = "rank 2 pid $(marker_pid "$TMP/a.out")"
+check full_finding "exit $rf; findings $(jq -c 'map({kind, rank, pid})' <<<"$ff"); marker: rank 2 pid $(marker_pid "$TMP/f.out")" -- \
+	test "$rf" = 0 -a "$(jq length <<<"$ff")" = 1 -a "$(culprit "$ff")" = "rank 2 pid $(marker_pid "$TMP/f.out")"
+# the same finding: kind, rank, and since (from each dump's start) within a second
+sa=$(jq -r '.[0] | "\(.kind) \(.rank)"' <<<"$fa")
+sf=$(jq -r '.[0] | "\(.kind) \(.rank)"' <<<"$ff")
+# since_s: how long the finding's wait had lasted as it opened
+da=$(jq -r '.[0].since_s' <<<"$fa")
+df=$(jq -r '.[0].since_s' <<<"$ff")
+check same_finding "adaptive: $sa, since_s $da; full: $sf, since_s $df" -- \
+	awk -v a="$da" -v f="$df" -v x="$sa" -v y="$sf" 'BEGIN { d = a - f; exit !(x == y && x ~ /^[a-z_]+ [0-9]+$/ && d < 1 && d > -1) }'
+
+# --- what each wrote ---
+t0=$(head -1 "$A" | jq .start_ns)
+open=$(jq -r 'select(.type=="finding" and .event=="open") | .ts_ns' "$A" | head -1)
+# seconds from the start of each snapshot in the adaptive dump
+mapfile -t snaps < <(whole "$A" | jq -r "select(.type==\"snapshot\") | (.ts_ns - $t0) / 1e9")
+o=$(awk -v o="${open:-0}" -v t="$t0" 'BEGIN { printf "%.3f", (o - t) / 1e9 }')
+echo "# adaptive: snapshots at ${snaps[*]}; the finding opened at $o s"
+# the pre-trigger ring: the span before the finding at full resolution, the job calm then
+win=$(printf '%s\n' "${snaps[@]}" | awk -v o="$o" -v r=$RING '$1 >= o - r + 1 && $1 < o' | wc -l)
+gap=$(printf '%s\n' "${snaps[@]}" | awk -v o="$o" -v r=$RING '$1 >= o - r + 1 && $1 <= o + 0.5 {
+	if (n++ && $1 - p > m) m = $1 - p; p = $1 } END { printf "%d", m * 1000 }')
+check pre_trigger "$win snapshots in the $((RING - 1)) s before the finding (want $((RING - 2)) or more), the longest gap $gap ms (want <= 1500)" -- \
+	test "$win" -ge $((RING - 2)) -a "$gap" -le 1500
+# before that window, from the start + span (calm) to the window: one kept in RING/2 s
+calm=$(printf '%s\n' "${snaps[@]}" | awk -v o="$o" -v r=$RING '$1 >= r + 1 && $1 < o - r - 1' | wc -l)
+span=$(awk -v o="$o" -v r=$RING 'BEGIN { printf "%d", o - 2 * r - 2 }')
+check calm_thinned "$calm snapshots in the $span s of calm before the window (want at most $((span * 2 / RING + 2)), and fewer than $span)" -- \
+	test "$span" -ge 4 -a "$calm" -le $((span * 2 / RING + 2)) -a "$calm" -lt "$span"
+ft=$(tail -1 "$A")
+check footer_thinned "footer: $(jq -c .snapshots <<<"$ft")" -- \
+	jqe '.type == "footer" and .snapshots.thinned > 0 and .snapshots.held > .snapshots.thinned' <<<"$ft"
+# full: a snapshot every second from start to end, none held
+fgap=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns' | awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }')
+check full_every_second "--dump-detail full: the longest gap between snapshots $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
+	test "${fgap:-99999}" -le 1500 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
+echo "# sizes: adaptive $(stat -c %s "$A") B, full $(stat -c %s "$F") B"
+
+# --- format 2: key frames, then deltas that refer to them ---
+check format_2 "header: $(head -1 "$A" | jq -c '{nccltrace}')" -- jqe '.nccltrace == 2' < <(head -1 "$A")
+first=$(grep -m1 '^{"type":"snapshot"' "$A")
+nd=$(grep -c '^{"type":"snapshot".*"delta":true' "$A")
+check deltas_written "first snapshot key: $(jq .key <<<"$first"); $nd delta snapshots" -- \
+	test "$(jq .key <<<"$first")" = true -a "$nd" -ge 10
+refs=$(grep '^{"type":"snapshot".*"delta":true' "$A" | jq '[.conns[] | select(type != "object")] | length' | awk '{ s += $1 } END { print s + 0 }')
+check deltas_refer "$refs connections written as references to the frame before" -- test "$refs" -gt 10
+# cat: every frame whole, every element an object, the connections of the last one as many
+# as the report's ranks hold
+c=$(whole "$A")
+check cat_whole "cat: $(grep -c '"delta"' <<<"$c") records still marked delta, $(jq -s '[.[] | select(.type=="snapshot") | .conns[] | select(type != "object")] | length' <<<"$c") references left" -- \
+	jqe -s '([.[] | select(has("delta") or has("key"))] | length == 0) and
+		([.[] | select(.type=="snapshot") | (.procs + .conns)[] | select(type != "object")] | length == 0) and
+		([.[] | select(.type=="snapshot")] | length) > 20' <<<"$c"
+check cat_same_count "cat gave $(wc -l <<<"$c") records of $(wc -l <"$A") lines" -- \
+	test "$(wc -l <<<"$c")" = "$(grep -c . "$A")"
+
+# --- bad dumps ---
+# the first key frame gone: the next delta cannot be made whole; the error names its line
+B=$TMP/nokey.jsonl
+kl=$(grep -n -m1 '^{"type":"snapshot"' "$A" | cut -d: -f1)
+sed "${kl}d" "$A" >"$B"
+dl=$(grep -n -m1 '^{"type":"snapshot".*"delta":true' "$B" | cut -d: -f1)
+err=$("$NT" report "$B" 2>&1 >/dev/null)
+rc=$?
+check nokey_error "exit $rc: $err" -- \
+	bash -c '[ "$1" != 0 ] && grep -q "nokey.jsonl:$2: a snapshot delta frame with no key frame before it" <<<"$3" && [ "$(wc -l <<<"$3")" = 1 ]' _ "$rc" "$dl" "$err"
+n=$("$NT" cat "$B" 2>/dev/null | wc -l)
+"$NT" cat "$B" >/dev/null 2>&1
+rc=$?
+check nokey_cat "cat: exit $rc, $n records out (the $((dl - 1)) before the bad one)" -- \
+	test "$rc" = 65 -a "$n" = $((dl - 1))
+# cut inside a delta frame (a tracer killed as it wrote): the records before it read
+C=$TMP/cut.jsonl
+cl=$(grep -n '^{"type":"snapshot".*"delta":true' "$A" | sed -n 5p | cut -d: -f1)
+{
+	head -n $((cl - 1)) "$A"
+	sed -n "${cl}p" "$A" | head -c 200
+} >"$C"
+out=$("$NT" report --json "$C" 2>"$TMP/cut.err")
+rc=$?
+check cut_reads "exit $rc, $(head -c 300 "$TMP/cut.err")" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "the last record was cut short" "$2" && jq -e ".ranks | length == 4" <<<"$3" >/dev/null' _ "$rc" "$TMP/cut.err" "$out"
+# format 1 (a real dump of an older nccltrace, the fuzzers' seed): cat gives its records as
+# they are, and report reads it
+V1=$ROOT/tests/fuzz/corpus/dump/ring.jsonl
+check v1_cat "cat of a format 1 dump: $("$NT" cat "$V1" 2>&1 | head -c 200 | head -1)" -- \
+	bash -c 'cmp -s <("$1" cat "$2" | jq -c .) <(jq -c . "$2") && [ "$(head -1 "$2" | jq .nccltrace)" = 1 ]' _ "$NT" "$V1"
+check v1_report "report of a format 1 dump: $("$NT" report --json "$V1" 2>&1 | jq -c '[.findings[] | {kind, rank}]' 2>&1)" -- \
+	jqe '[.findings[] | select(.kind == "stall" and .rank == 1)] | length == 1' < <("$NT" report --json "$V1")
+# cat's bad input: one line, a status of its own
+out=$("$NT" cat 2>&1)
+rc=$?
+out2=$("$NT" cat "$TMP/none.jsonl" 2>&1)
+rc2=$?
+check cat_usage "no dump: exit $rc, $out; a missing one: exit $rc2, $out2" -- \
+	bash -c '[ "$1" = 64 ] && [ "$3" = 66 ] && [ "$(wc -l <<<"$2")" = 1 ] && [ "$(wc -l <<<"$4")" = 1 ] && grep -q "usage: nccltrace cat DUMP" <<<"$2" && grep -q "cannot read .*none.jsonl: No such file" <<<"$4"' _ "$rc" "$out" "$rc2" "$out2"
+out=$("$NT" run --dump-detail some -- true 2>&1)
+rc=$?
+check bad_detail "exit $rc: $out" -- \
+	bash -c '[ "$1" = 64 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "dump-detail .some.: expected adaptive or full" <<<"$2"' _ "$rc" "$out"
+end_checks

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dump format 2: snapshot and state records as what changed (present/dumpdelta.c), and the
+ * pre-trigger ring that holds a calm job's snapshots (present/dumpring.c, dump__hold)
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "present/dump.h"
+#include "present/dumpdelta.h"
+#include "present/dumpring.h"
+#include "nccltrace.h"
+
+#define S 1000000000ll
+
+/* a connection whose bytes and last send are as given (ages as of ts) */
+static json_t *conn(const char *id, json_int_t bytes, json_int_t sent_at, json_int_t ts)
+{
+	return json_pack(
+		"{s:s, s:I, s:f, s:n, s:o}", "id", id, "bytes_sent", bytes, "last_send_age_s",
+		(double)(ts - sent_at) / S, "last_recv_age_s", "nccl",
+		json_pack("{s:s, s:f}", "phase", "x", "for_s", (double)(ts - sent_at) / S));
+}
+
+static json_t *proc(int pid, json_int_t total)
+{
+	return json_pack("{s:i, s:I}", "pid", pid, "total", total);
+}
+
+static json_t *snapshot(json_int_t ts, json_t *procs, json_t *conns)
+{
+	return json_pack("{s:s, s:I, s:o, s:o}", "type", "snapshot", "ts_ns", ts, "procs", procs,
+			 "conns", conns);
+}
+
+/* rec through the writer and the text of a file, then the reader: what a reader gets */
+static json_t *through(struct delta_enc *e, struct delta_dec *d, const json_t *rec, char **text)
+{
+	json_t *w = json_deep_copy(rec), *r;
+	char err[256];
+
+	assert_int_equal(delta_encode(e, w), 0);
+	*text = json_dumps(w, JSON_COMPACT);
+	json_decref(w);
+	r = json_loads(*text, 0, NULL);
+	assert_non_null(r);
+	if (delta_decode(d, r, err, sizeof(err))) {
+		print_error("decode: %s\n", err);
+		fail();
+	}
+	return r;
+}
+
+/* ages that only grew with the time between frames: the same elements, written as references */
+static void test_round_trip(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	struct delta_dec *d = delta_dec_new();
+	json_int_t t0 = 100 * S;
+	json_t *f[4], *got;
+	char *text;
+
+	(void)state;
+	f[0] = snapshot(t0, json_pack("[o,o]", proc(1, 5), proc(2, 5)),
+			json_pack("[o,o,o]", conn("a", 10, t0 - S / 2, t0),
+				  conn("b", 20, t0 - S, t0), conn("c", 30, t0 - 2 * S, t0)));
+	/* a second later: b moved, a and c did not (their ages one second older) */
+	f[1] = snapshot(t0 + S, json_pack("[o,o]", proc(1, 5), proc(2, 6)),
+			json_pack("[o,o,o]", conn("a", 10, t0 - S / 2, t0 + S),
+				  conn("b", 25, t0 + S / 2, t0 + S),
+				  conn("c", 30, t0 - 2 * S, t0 + S)));
+	/* a gone, d new, c before b: order is the frame's own */
+	f[2] = snapshot(t0 + 3 * S, json_pack("[o,o]", proc(1, 5), proc(2, 6)),
+			json_pack("[o,o,o]", conn("c", 30, t0 - 2 * S, t0 + 3 * S),
+				  conn("b", 25, t0 + S / 2, t0 + 3 * S),
+				  conn("d", 1, t0 + 3 * S, t0 + 3 * S)));
+	/* nothing moved */
+	f[3] = snapshot(t0 + 4 * S, json_pack("[o,o]", proc(1, 5), proc(2, 6)),
+			json_pack("[o,o,o]", conn("c", 30, t0 - 2 * S, t0 + 4 * S),
+				  conn("b", 25, t0 + S / 2, t0 + 4 * S),
+				  conn("d", 1, t0 + 3 * S, t0 + 4 * S)));
+	for (int i = 0; i < 4; i++) {
+		got = through(e, d, f[i], &text);
+		if (!json_equal(got, f[i])) {
+			char *a = json_dumps(f[i], JSON_COMPACT),
+			     *b = json_dumps(got, JSON_COMPACT);
+
+			print_error("frame %d\nwant %s\ngot  %s\n", i, a, b);
+			free(a);
+			free(b);
+			fail();
+		}
+		if (i == 0)
+			assert_non_null(strstr(text, "\"key\":true"));
+		if (i == 1) {
+			/* a and c by reference, b whole; proc 1 by reference */
+			assert_non_null(strstr(text, "\"delta\":true"));
+			assert_non_null(strstr(text, "\"procs\":[0,{"));
+			assert_non_null(strstr(text, "\"conns\":[0,{\"bytes_sent\":25") ||
+					strstr(text, "\"conns\":[0,{\"id\":\"b\""));
+			assert_null(strstr(text, "\"id\":\"a\""));
+		}
+		if (i == 2)
+			assert_non_null(strstr(text, "\"conns\":[2,1,{"));
+		if (i == 3)
+			assert_non_null(strstr(text, "\"procs\":[[0,2]],\"conns\":[[0,3]]"));
+		json_decref(got);
+		free(text);
+		json_decref(f[i]);
+	}
+	delta_enc_free(e);
+	delta_dec_free(d);
+}
+
+/* A key frame at least every DELTA_KEY_EVERY_S, and after the writer lost track (reset) */
+static void test_key_frames(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	json_int_t t0 = 10 * S;
+	int keys = 0, n = 0;
+
+	(void)state;
+	for (json_int_t t = t0; t <= t0 + 2 * DELTA_KEY_EVERY_S * S; t += 10 * S, n++) {
+		json_t *r = snapshot(t, json_pack("[o]", proc(1, 1)), json_array());
+
+		assert_int_equal(delta_encode(e, r), 0);
+		keys += json_is_true(json_object_get(r, "key"));
+		assert_true(json_is_true(json_object_get(r, "key")) ^
+			    json_is_true(json_object_get(r, "delta")));
+		json_decref(r);
+	}
+	assert_int_equal(keys, 3); /* t0, +KEY, +2 KEY */
+	delta_enc_reset(e);
+	{
+		json_t *r = snapshot(t0 + 3 * DELTA_KEY_EVERY_S * S, json_array(), json_array());
+
+		assert_int_equal(delta_encode(e, r), 0);
+		assert_true(json_is_true(json_object_get(r, "key")));
+		json_decref(r);
+	}
+	/* other records pass untouched */
+	{
+		json_t *r =
+			json_pack("{s:s, s:I, s:[i]}", "type", "finding", "ts_ns", t0, "conns", 1);
+		char *before = json_dumps(r, JSON_COMPACT), *after;
+
+		assert_int_equal(delta_encode(e, r), 0);
+		after = json_dumps(r, JSON_COMPACT);
+		assert_string_equal(before, after);
+		free(before);
+		free(after);
+		json_decref(r);
+	}
+	delta_enc_free(e);
+}
+
+/* state records: their "state" object's arrays; their numbers are never ages */
+static void test_state_frames(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	struct delta_dec *d = delta_dec_new();
+	json_t *a = json_pack("{s:s, s:I, s:{s:I, s:[{s:i, s:f}], s:[{s:s}], s:[]}}", "type",
+			      "state", "ts_ns", 5 * S, "state", "now_ns", 5 * S, "procs", "pid", 1,
+			      "for_s", 2.0, "conns", "id", "x", "comms");
+	json_t *b = json_deep_copy(a), *got;
+	char *text;
+
+	(void)state;
+	json_object_set_new(b, "ts_ns", json_integer(6 * S));
+	json_object_set_new(json_object_get(b, "state"), "now_ns", json_integer(6 * S));
+	got = through(e, d, a, &text);
+	assert_true(json_equal(got, a));
+	json_decref(got);
+	free(text);
+	got = through(e, d, b, &text);
+	assert_true(json_equal(got, b)); /* for_s stays 2.0: not an age here */
+	assert_non_null(strstr(text, "\"procs\":[0],\"conns\":[0]"));
+	json_decref(got);
+	free(text);
+	json_decref(a);
+	json_decref(b);
+	delta_enc_free(e);
+	delta_dec_free(d);
+}
+
+/* What a reader is told of a delta frame it cannot make whole */
+static void test_bad_frames(void **state)
+{
+	struct delta_dec *d = delta_dec_new();
+	char err[256];
+	json_t *r;
+
+	(void)state;
+	r = json_loads(
+		"{\"type\":\"snapshot\",\"ts_ns\":1,\"procs\":[0],\"conns\":[],\"delta\":true}", 0,
+		NULL);
+	assert_int_equal(delta_decode(d, r, err, sizeof(err)), -1);
+	assert_string_equal(err, "a snapshot delta frame with no key frame before it");
+	json_decref(r);
+	r = json_loads("{\"type\":\"snapshot\",\"ts_ns\":1,\"procs\":[{\"pid\":1}],\"conns\":[],"
+		       "\"key\":true}",
+		       0, NULL);
+	assert_int_equal(delta_decode(d, r, err, sizeof(err)), 0);
+	assert_null(json_object_get(r, "key"));
+	json_decref(r);
+	r = json_loads("{\"type\":\"snapshot\",\"ts_ns\":2,\"procs\":[[0,2]],\"conns\":[],"
+		       "\"delta\":true}",
+		       0, NULL);
+	assert_int_equal(delta_decode(d, r, err, sizeof(err)), -1);
+	assert_string_equal(err, "snapshot delta frame, procs: element 0 refers to 0..1 of the "
+				 "last frame, which has 1");
+	json_decref(r);
+	r = json_loads("{\"type\":\"snapshot\",\"ts_ns\":2,\"procs\":[\"x\"],\"conns\":[],"
+		       "\"delta\":true}",
+		       0, NULL);
+	assert_int_equal(delta_decode(d, r, err, sizeof(err)), -1);
+	assert_string_equal(err, "snapshot delta frame, procs: element 0 is neither an object nor "
+				 "a reference");
+	json_decref(r);
+	/* the failed frames changed nothing: a good one still reads */
+	r = json_loads("{\"type\":\"snapshot\",\"ts_ns\":2,\"procs\":[0],\"conns\":[],"
+		       "\"delta\":true}",
+		       0, NULL);
+	assert_int_equal(delta_decode(d, r, err, sizeof(err)), 0);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(r, "procs"), 0), "pid")),
+			 1);
+	json_decref(r);
+	delta_dec_free(d);
+}
+
+/* The ring: frames wait their span, then only the kept ones leave for the file; bytes bound it */
+static void test_ring(void **state)
+{
+	struct dump_ring *r = dump_ring_new(60 * S, 100);
+	bool keep;
+	char *t;
+
+	(void)state;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(
+			dump_ring_push(r, strdup(i == 2 ? "kept" : "x"), (uint64_t)i * S, i == 2),
+			0);
+	assert_null(dump_ring_pop(r, 59 * S, false, &keep)); /* nothing a minute old */
+	t = dump_ring_pop(r, 60 * S, false, &keep);
+	assert_string_equal(t, "x");
+	assert_false(keep);
+	free(t);
+	assert_null(dump_ring_pop(r, 60 * S, false, &keep));
+	t = dump_ring_pop(r, 63 * S, false, &keep);
+	free(t);
+	t = dump_ring_pop(r, 63 * S, false, &keep);
+	assert_string_equal(t, "kept");
+	assert_true(keep);
+	free(t);
+	assert_int_equal(dump_ring_count(r), 2);
+	/* over its bytes: the oldest goes, however young */
+	assert_int_equal(dump_ring_push(r, calloc(1, 1), 5 * S, false), 0);
+	{
+		char *big = malloc(101);
+
+		memset(big, 'b', 100);
+		big[100] = '\0';
+		assert_int_equal(dump_ring_push(r, big, 6 * S, false), 0);
+	}
+	/* 102 bytes: the two oldest go (101, then 100, within the bound) */
+	for (int i = 0; i < 2; i++) {
+		t = dump_ring_pop(r, 6 * S, false, &keep);
+		assert_string_equal(t, "x");
+		free(t);
+	}
+	assert_null(dump_ring_pop(r, 6 * S, false, &keep));
+	assert_int_equal(dump_ring_count(r), 2);
+	t = dump_ring_pop(r, 0, true, &keep); /* all: the release */
+	assert_string_equal(t, "");
+	free(t);
+	t = dump_ring_pop(r, 0, true, &keep);
+	assert_int_equal(strlen(t), 100);
+	free(t);
+	assert_null(dump_ring_pop(r, 0, true, &keep));
+	dump_ring_free(r);
+}
+
+struct seen {
+	int snapshots;
+	json_int_t ts[256];
+	json_int_t total[256];
+};
+
+static int on_rec(void *ctx, json_t *rec, int line)
+{
+	struct seen *s = ctx;
+
+	(void)line;
+	if (strcmp(json_string_value(json_object_get(rec, "type")) ?: "", "snapshot"))
+		return 0;
+	assert_null(json_object_get(rec, "delta"));
+	s->ts[s->snapshots] = json_integer_value(json_object_get(rec, "ts_ns"));
+	s->total[s->snapshots++] = json_integer_value(
+		json_object_get(json_array_get(json_object_get(rec, "procs"), 0), "total"));
+	return 0;
+}
+
+/*
+ * Through a real file: a calm minute and a half held, one in 30 s kept; then the release writes
+ * the last minute at full resolution; the reader makes every delta whole. A delta frame cut from
+ * its key frame is a clear error at its line, after the records before it.
+ */
+static void test_hold_and_read(void **state)
+{
+	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64], err[256];
+	struct dump *dp;
+	struct seen seen = {0};
+	uint64_t held, dropped;
+	json_t *h;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d.jsonl", dir);
+	assert_int_equal(dump__create(path, false, 0, 0, &dp), 0);
+	h = json_pack("{s:i}", "nccltrace", NT_DUMP_FORMAT);
+	assert_int_equal(dump__write(dp, h), 0);
+	json_decref(h);
+	for (int i = 0; i <= 90; i++) {
+		json_t *r = snapshot((json_int_t)i * S, json_pack("[o]", proc(1, i / 10)),
+				     json_array());
+
+		assert_int_equal(dump__hold(dp, r, (uint64_t)i * S, i % 30 == 0), 0);
+		json_decref(r);
+	}
+	dump__frames(dp, &held, &dropped);
+	assert_int_equal(held, 91);
+	assert_int_equal(dropped, 29); /* 1..29 left the ring by second 90; 0 and 30 kept */
+	assert_int_equal(dump__release(dp), 0);
+	dump__close(dp);
+	assert_int_equal(dump_read(path, on_rec, &seen, err, sizeof(err)), 0);
+	assert_int_equal(seen.snapshots, 2 + 60);
+	assert_int_equal(seen.ts[0], 0);
+	assert_int_equal(seen.ts[1], 30 * S);
+	for (int i = 2; i < seen.snapshots; i++) {
+		assert_int_equal(seen.ts[i], (json_int_t)(29 + i) * S);
+		assert_int_equal(seen.total[i], (29 + i) / 10);
+	}
+	/* a delta frame whose key frame is gone */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"nccltrace\":2}\n{\"type\":\"proc\",\"ts_ns\":1}\n"
+		"{\"type\":\"snapshot\",\"ts_ns\":2,\"procs\":[0],\"conns\":[],\"delta\":true}\n");
+	fclose(f);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(dump_read(path, on_rec, &seen, err, sizeof(err)), -1);
+	assert_non_null(
+		strstr(err, "d.jsonl:3: a snapshot delta frame with no key frame before it"));
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_key_frames),
+		cmocka_unit_test(test_state_frames), cmocka_unit_test(test_bad_frames),
+		cmocka_unit_test(test_ring),	     cmocka_unit_test(test_hold_and_read),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

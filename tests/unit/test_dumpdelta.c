@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,12 +365,123 @@ static void test_hold_and_read(void **state)
 	rmdir(dir);
 }
 
+/* An element that is not an object could not be told from a reference: its frame is a key frame */
+static void test_non_objects_key(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	json_t *a = snapshot(S, json_pack("[o]", proc(1, 1)), json_array());
+	json_t *b = snapshot(2 * S, json_pack("[o,i]", proc(1, 1), 7), json_array());
+
+	(void)state;
+	assert_int_equal(delta_encode(e, a), 0);
+	assert_int_equal(delta_encode(e, b), 0);
+	assert_true(json_is_true(json_object_get(b, "key")));
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(b, "procs"), 1)), 7);
+	json_decref(a);
+	json_decref(b);
+	delta_enc_free(e);
+}
+
+/* Snapshots and states are two chains: a state's references are to the last state */
+static void test_types_independent(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	struct delta_dec *d = delta_dec_new();
+	json_t *st = json_pack("{s:s, s:I, s:{s:[{s:i}], s:[], s:[]}}", "type", "state", "ts_ns", S,
+			       "state", "procs", "pid", 9, "conns", "comms");
+	json_t *sn = snapshot(S, json_pack("[o,o]", proc(1, 1), proc(2, 2)), json_array());
+	json_t *st2 = json_deep_copy(st), *sn2 = json_deep_copy(sn), *got;
+	char *text;
+
+	(void)state;
+	json_object_set_new(st2, "ts_ns", json_integer(2 * S));
+	json_object_set_new(sn2, "ts_ns", json_integer(2 * S));
+	got = through(e, d, st, &text);
+	json_decref(got);
+	free(text);
+	got = through(e, d, sn, &text);
+	json_decref(got);
+	free(text);
+	got = through(e, d, st2, &text);
+	assert_true(json_equal(got, st2)); /* pid 9, not the snapshot's pid 1 */
+	assert_non_null(strstr(text, "\"procs\":[0]"));
+	json_decref(got);
+	free(text);
+	got = through(e, d, sn2, &text);
+	assert_true(json_equal(got, sn2));
+	assert_non_null(strstr(text, "\"procs\":[[0,2]]"));
+	json_decref(got);
+	free(text);
+	json_decref(st);
+	json_decref(sn);
+	json_decref(st2);
+	json_decref(sn2);
+	delta_enc_free(e);
+	delta_dec_free(d);
+}
+
+/*
+ * A frame the file did not take whole (a full disk, a closed file): the next one is a key
+ * frame, never a delta on a frame a reader does not have
+ */
+static void test_write_error_key(void **state)
+{
+	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64];
+	struct dump *dp;
+	json_t *r;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d.jsonl", dir);
+	assert_int_equal(dump__create(path, false, 0, 0, &dp), 0);
+	r = snapshot(S, json_pack("[o]", proc(1, 1)), json_array());
+	assert_int_equal(dump__write(dp, r), 0);
+	json_decref(r);
+	/* the dump's fd, the lowest free one before this open: made to refuse writes */
+	fd = open("/dev/null", O_RDONLY);
+	assert_true(fd > 0);
+	close(fd);
+	fd = fd - 1;
+	{
+		int ro = open(path, O_RDONLY);
+
+		assert_true(ro >= 0);
+		assert_int_equal(dup2(ro, fd), fd);
+		close(ro);
+	}
+	r = snapshot(2 * S, json_pack("[o]", proc(1, 1)), json_array());
+	assert_int_not_equal(dump__write(dp, r), 0);
+	assert_true(json_is_true(json_object_get(r, "delta")));
+	json_decref(r);
+	{
+		int w = open(path, O_WRONLY | O_APPEND);
+
+		assert_true(w >= 0);
+		assert_int_equal(dup2(w, fd), fd);
+		close(w);
+	}
+	r = snapshot(3 * S, json_pack("[o]", proc(1, 1)), json_array());
+	assert_int_equal(dump__write(dp, r), 0);
+	assert_true(json_is_true(json_object_get(r, "key")));
+	json_decref(r);
+	dump__close(dp);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_key_frames),
-		cmocka_unit_test(test_state_frames), cmocka_unit_test(test_bad_frames),
-		cmocka_unit_test(test_ring),	     cmocka_unit_test(test_hold_and_read),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_key_frames),
+		cmocka_unit_test(test_state_frames),
+		cmocka_unit_test(test_bad_frames),
+		cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_hold_and_read),
+		cmocka_unit_test(test_non_objects_key),
+		cmocka_unit_test(test_types_independent),
+		cmocka_unit_test(test_write_error_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -153,12 +153,12 @@ static char *canon(const json_t *el, bool ages, uint64_t ts)
 	char *s;
 
 	if (!ages)
-		return json_dumps(el, JSON_COMPACT | JSON_SORT_KEYS);
+		return json_dumps(el, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	c = json_deep_copy(el);
 	if (!c)
 		return NULL;
 	ages_to_moments(c, (double)ts / 1e3);
-	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	json_decref(c);
 	return s;
 }

@@ -12,6 +12,12 @@
 #include "present/records.h"
 #include "util/fmt.h"
 
+static void set_count(json_t *o, const char *k, uint64_t v)
+{
+	if (v)
+		json_object_set_new(o, k, json_integer((json_int_t)v));
+}
+
 json_t *record_conn(const struct snap_conn *sc, uint64_t now, const char *label)
 {
 	const struct nt_conn *c = &sc->c;
@@ -28,29 +34,31 @@ json_t *record_conn(const struct snap_conn *sc, uint64_t now, const char *label)
 	json_object_set_new(o, "src", json_string(fmt_endpoint(&c->t, 1, a, sizeof(a))));
 	json_object_set_new(o, "dst", json_string(fmt_endpoint(&c->t, 0, a, sizeof(a))));
 	json_object_set_new(o, "state", json_string(fmt_tcp_state(c->state)));
-	json_object_set_new(o, "listener", json_boolean(c->flags & NT_CONN_LISTENER));
+	if (c->flags & NT_CONN_LISTENER)
+		json_object_set_new(o, "listener", json_true());
 	json_object_set_new(o, "bytes_sent", json_integer(c->bytes_sent));
 	json_object_set_new(o, "bytes_recv", json_integer(c->bytes_recv));
 	json_object_set_new(o, "send_calls", json_integer(c->send_calls));
 	json_object_set_new(o, "recv_calls", json_integer(c->recv_calls));
-	json_object_set_new(o, "send_eagain", json_integer(c->send_eagain));
-	json_object_set_new(o, "recv_eagain", json_integer(c->recv_eagain));
-	json_object_set_new(o, "recv_eof", json_integer(c->recv_eof));
-	json_object_set_new(o, "errors", json_integer(c->send_err + c->recv_err));
-	json_object_set_new(o, "retrans", json_integer(c->retrans));
-	json_object_set_new(o, "syn_retrans", json_integer(c->syn_retrans));
-	json_object_set_new(o, "resets", json_integer(c->resets));
+	/* the counts that stay 0 on a healthy connection are left out there (format 2) */
+	set_count(o, "send_eagain", c->send_eagain);
+	set_count(o, "recv_eagain", c->recv_eagain);
+	set_count(o, "recv_eof", c->recv_eof);
+	set_count(o, "errors", (uint64_t)c->send_err + c->recv_err);
+	set_count(o, "retrans", c->retrans);
+	set_count(o, "syn_retrans", c->syn_retrans);
+	set_count(o, "resets", c->resets);
 	json_object_set_new(o, "srtt_us", json_integer(c->srtt_us));
 	json_object_set_new(o, "snd_cwnd", json_integer(c->snd_cwnd));
-	json_object_set_new(o, "send_q", json_integer(c->send_q));
-	json_object_set_new(o, "recv_q", json_integer(c->recv_q));
+	set_count(o, "send_q", c->send_q);
+	set_count(o, "recv_q", c->recv_q);
 	json_object_set_new(o, "last_send_age_s", AGE(c->last_send_ns));
 	json_object_set_new(o, "last_recv_age_s", AGE(c->last_recv_ns));
-	json_object_set_new(o, "blocked",
-			    sc->blocked == SNAP_BLOCK_RECV   ? json_string("recv")
-			    : sc->blocked == SNAP_BLOCK_SEND ? json_string("send")
-							     : json_null());
-	json_object_set_new(o, "closed", json_boolean(sc->closed));
+	if (sc->blocked == SNAP_BLOCK_RECV || sc->blocked == SNAP_BLOCK_SEND)
+		json_object_set_new(o, "blocked",
+				    json_string(sc->blocked == SNAP_BLOCK_RECV ? "recv" : "send"));
+	if (sc->closed)
+		json_object_set_new(o, "closed", json_true());
 	if (label)
 		json_object_set_new(o, "nccl", json_string(label));
 	if (c->nccl_phase && nccl_probe(c->nccl_phase))

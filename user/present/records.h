@@ -36,7 +36,10 @@ json_t *record_footer(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp, u
 json_t *record_suppressed(const uint64_t stats[NT_STAT_MAX], const uint64_t *supp);
 /* fork, exec or exit (what) of a process */
 json_t *record_proc_event(const struct nt_ev_proc *e, const char *what);
-/* a connection's figures; label: NCCL's name for it, NULL if none */
+/*
+ * a connection's figures; label: NCCL's name for it, NULL if none. The counts that are 0, listener
+ * and closed when false and blocked when neither way are left out (format 2)
+ */
 json_t *record_conn(const struct snap_conn *sc, uint64_t now, const char *label);
 /* a TCP state change, retransmit or reset */
 json_t *record_conn_event(const struct nt_ev_conn *e, const char *label);

@@ -31,7 +31,7 @@ WARN := -Wall -Wextra -Werror -Wno-missing-field-initializers
 ALL_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -Iuser -I$(OUTPUT) \
 	      -DNT_VERSION='"$(VERSION)"'
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUTPUT)
-LIBS := -lbpf -ldw -lelf -lz -ljansson -lncursesw -ltinfo -lmicrohttpd -lcurl
+LIBS := -lbpf -ldw -lelf -lz -lzstd -ljansson -lncursesw -ltinfo -lmicrohttpd -lcurl
 STATIC_LIBS := -Wl,-Bstatic -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -ljansson -lncursesw -ltinfo
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 # How big a long job's dump grows (format 2): a synthetic job of RANKS ranks with CONNS
 # connections each, traced for HOURS hours, every connection moving bytes every second (a
-# training job's NCCL channels), HANGS stalls of 2 minutes spread over it, each a finding; its
-# snapshots whole each second (format 1's frames, with format 2's fields: counts that are 0 left
-# out) written again by the tracer's own writer
-# (build/dumpsize: dump__write, dump__hold and the rate rule of records.c) adaptively and at
-# full rate. Prints bytes per rank-hour each way, then report's time and findings on the adaptive
-# dump. The input is streamed (it is GBs), never stored.
+# training job's NCCL channels), HANGS stalls of 2 minutes spread over it, each a finding. Its
+# snapshots, whole each second (format 1's frames with format 2's fields: counts that are 0
+# left out), are written again by the tracer's own writer (build/dumpsize: dump__write,
+# dump__hold, the rate rule of records.c): adaptively, at full rate, and adaptively into a .zst
+# dump (a zstd frame a second). Prints bytes per rank-hour each way, then report's time and
+# findings on the adaptive dump. The input is streamed (it is GBs), never stored.
 #   scripts/bench-dumpsize.sh [RANKS] [CONNS] [HOURS] [HANGS]
 set -eu
 cd "$(dirname "$0")/.."
@@ -58,13 +58,15 @@ gen() {
 rh=$(awk -v r="$RANKS" -v h="$HOURS" 'BEGIN { print r * h }')
 mb() { awk -v b="$1" -v rh="$rh" 'BEGIN { printf "%.0f bytes, %.2f MB per rank-hour", b, b / rh / 1e6 }'; }
 echo "synthetic: $RANKS ranks x $CONNS connections, $HOURS h, $HANGS hangs of 120 s"
-for mode in adaptive full; do
+for mode in adaptive full zst; do
 	extra=()
+	out=$W/$mode.jsonl
 	[ $mode = full ] && extra=(full)
+	[ $mode = zst ] && out=$W/adaptive.jsonl.zst
 	gen | tee >(wc -c >"$W/in.$mode") | /usr/bin/time -f "%e s %M KiB" -o "$W/time.$mode" \
-		build/dumpsize /dev/stdin "$W/$mode.jsonl" "${extra[@]}" >"$W/out.$mode"
+		build/dumpsize /dev/stdin "$out" "${extra[@]}" >"$W/out.$mode"
 	sleep 0.2
-	echo "$mode: $(mb "$(stat -c %s "$W/$mode.jsonl")"); $(cat "$W/out.$mode"); writer $(cat "$W/time.$mode")"
+	echo "$mode: $(mb "$(stat -c %s "$out")"); $(cat "$W/out.$mode"); writer $(cat "$W/time.$mode")"
 done
 echo "whole snapshots each second (the input): $(mb "$(cat "$W/in.full")")"
 /usr/bin/time -f "%e s %M KiB" -o "$W/time.report" "$NT" report --json "$W/adaptive.jsonl" >"$W/report.json"

@@ -5,7 +5,7 @@
  * (a synthetic one, scripts/bench-dumpsize.sh), written again by the tracer's own writer
  * (dump__write, dump__hold) with the tracer's rate rule (records.h: busy for the first minute,
  * while a finding is open and 30 s after one opened or closed; else one kept in 30 s).
- *   dumpsize IN OUT [full]    (IN may be /dev/stdin)
+ *   dumpsize IN OUT [full]    (IN may be /dev/stdin; OUT ending in .zst: compressed, dumpzst.h)
  * Prints the records and bytes read and written, and the snapshots held and thinned.
  */
 #include <stdio.h>
@@ -46,6 +46,9 @@ static int on_rec(void *ctx, json_t *rec, int line)
 			s->last_change = ts;
 		}
 	}
+	/* a compressed dump's frame a second, as the tracer's tick writes them */
+	if (ts && dump__tick(s->d, ts))
+		return -1;
 	if (strcmp(type, "snapshot"))
 		return dump__write(s->d, rec);
 	if (s->full || record_snapshot_busy(ts, s->start, s->last_change, s->open > 0)) {

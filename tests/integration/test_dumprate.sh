@@ -8,8 +8,10 @@
 # run with --dump-detail full (every second written) gives the same finding. nccltrace cat
 # makes every frame whole for jq; a frame cut from its key frame is a clear error at its line;
 # a dump cut inside a frame (a tracer killed while writing) still reads; a dump of format 1
-# reads as it did; cat's bad input is a one-line error.
-# checks: 19
+# reads as it did; cat's bad input is a one-line error. A third run side by side writes a ".zst"
+# dump: zstd frames of a second's records, read as the others; cut in its middle, the frames
+# before the cut read; a frame spoilt, an error at its place.
+# checks: 24
 # lane: long 55
 . "$(dirname "$0")/lib.sh"
 
@@ -18,6 +20,7 @@ need_fixture dumprate "$NJ" || end_checks
 RING=6
 A=$TMP/adaptive.jsonl
 F=$TMP/full.jsonl
+Z=$TMP/compressed.jsonl.zst
 
 # the two runs side by side: the same job, the same fault, 4 ranks each
 JOB=("$NJ" --ranks 4 --iters 800 --fault in-collective --fault-rank 2 --fault-for 5 --timeout 90)
@@ -26,10 +29,14 @@ pa=$!
 NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump-detail full --dump "$F" -- "${JOB[@]}" \
 	>"$TMP/f.out" 2>&1 &
 pf=$!
+NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump "$Z" -- "${JOB[@]}" >"$TMP/z.out" 2>&1 &
+pz=$!
 wait $pa
 ra=$?
 wait $pf
 rf=$?
+wait $pz
+rz=$?
 own_pkill "$NJ"
 
 # --- the finding, in both ---
@@ -119,6 +126,33 @@ out=$("$NT" report --json "$C" 2>"$TMP/cut.err")
 rc=$?
 check cut_reads "exit $rc, $(head -c 300 "$TMP/cut.err")" -- \
 	bash -c '[ "$1" = 0 ] && grep -q "the last record was cut short" "$2" && jq -e ".ranks | length == 4" <<<"$3" >/dev/null' _ "$rc" "$TMP/cut.err" "$out"
+# --- compressed: a ".zst" dump is zstd frames, about one a second ---
+frames=$(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$Z" | wc -l)
+check zst_frames "$(stat -c %s "$Z") bytes, $frames zstd frames; first bytes $(head -c 4 "$Z" | od -An -tx1 | tr -d ' ')" -- \
+	test "$(head -c 4 "$Z" | od -An -tx1 | tr -d ' ')" = 28b52ffd -a "$frames" -ge 10
+fz=$(findings "$Z")
+check zst_finding "exit $rz; findings $(jq -c 'map({kind, rank, pid})' <<<"$fz"); marker: rank 2 pid $(marker_pid "$TMP/z.out")" -- \
+	test "$rz" = 0 -a "$(jq length <<<"$fz")" = 1 -a "$(culprit "$fz")" = "rank 2 pid $(marker_pid "$TMP/z.out")"
+zc=$(whole "$Z")
+check zst_cat "cat: $(wc -l <<<"$zc") records, $(jq -s '[.[] | select(.type=="snapshot")] | length' <<<"$zc") snapshots, the last a $(tail -1 <<<"$zc" | jq -r .type)" -- \
+	jqe -s '(.[0].nccltrace == 2) and (.[-1].type == "footer") and ([.[] | select(.type=="snapshot")] | length > 20) and ([.[] | select(has("delta"))] | length == 0)' <<<"$zc"
+# cut in its middle (a tracer killed while writing a frame): the frames before it read
+ZC=$TMP/cut.jsonl.zst
+head -c $(($(stat -c %s "$Z") / 2)) "$Z" >"$ZC"
+out=$("$NT" report --json "$ZC" 2>"$TMP/zcut.err")
+rc=$?
+check zst_cut "exit $rc, $(head -c 300 "$TMP/zcut.err")" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "its last compressed frame was cut short" "$2" && jq -e ".ranks | length == 4" <<<"$3" >/dev/null' _ "$rc" "$TMP/zcut.err" "$out"
+# a frame's start overwritten: an error at its place, one line
+ZB=$TMP/bad.jsonl.zst
+cp "$Z" "$ZB"
+at=$(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$Z" | sed -n 4p | cut -d: -f1)
+printf 'XXXX' | dd of="$ZB" bs=1 seek="${at:-0}" conv=notrunc 2>/dev/null
+err=$("$NT" report "$ZB" 2>&1 >/dev/null)
+rc=$?
+check zst_corrupt "frame 4 at byte $at spoilt: exit $rc, $err" -- \
+	bash -c '[ "$1" = 65 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "bad.jsonl.zst:[0-9]*: corrupt compressed data after the [0-9]* records before it" <<<"$2"' _ "$rc" "$err"
+
 # format 1 (a real dump of an older nccltrace, the fuzzers' seed): cat gives its records as
 # they are, and report reads it
 V1=$ROOT/tests/fuzz/corpus/dump/ring.jsonl

@@ -470,6 +470,96 @@ static void test_write_error_key(void **state)
 	rmdir(dir);
 }
 
+struct counted {
+	int n;
+	json_int_t last_total;
+};
+
+static int count_rec(void *ctx, json_t *rec, int line)
+{
+	struct counted *c = ctx;
+
+	(void)line;
+	if (!strcmp(json_string_value(json_object_get(rec, "type")) ?: "", "snapshot")) {
+		c->n++;
+		c->last_total = json_integer_value(
+			json_object_get(json_array_get(json_object_get(rec, "procs"), 0), "total"));
+	}
+	return 0;
+}
+
+/* write a ".zst" dump of 30 snapshots, a frame a second: frames[] gets each frame's offset */
+static int write_zst(const char *path, long *frames, int max)
+{
+	struct dump *dp;
+	json_t *h = json_pack("{s:i}", "nccltrace", NT_DUMP_FORMAT);
+	FILE *f;
+	unsigned char b[4];
+	long off = 0;
+	int n = 0;
+
+	assert_int_equal(dump__create(path, false, 0, 0, &dp), 0);
+	assert_int_equal(dump__write(dp, h), 0);
+	json_decref(h);
+	for (int i = 0; i < 30; i++) {
+		json_t *r = snapshot((json_int_t)(i + 1) * S, json_pack("[o]", proc(1, i)),
+				     json_array());
+
+		assert_int_equal(dump__write(dp, r), 0);
+		json_decref(r);
+		assert_int_equal(dump__tick(dp, (uint64_t)(i + 1) * S), 0);
+	}
+	dump__close(dp);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	while (fread(b, 1, 4, f) == 4) {
+		if (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd && n < max)
+			frames[n++] = off;
+		off++;
+		fseek(f, off, SEEK_SET);
+	}
+	fclose(f);
+	return n;
+}
+
+/*
+ * A ".zst" dump: a zstd frame a second, read back whole; cut inside a frame, the frames before
+ * it read; a corrupt frame an error at its place, after the records before it
+ */
+static void test_compressed(void **state)
+{
+	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64], err[256];
+	struct counted c = {0};
+	long frames[64];
+	int nf, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d.jsonl.zst", dir);
+	nf = write_zst(path, frames, 64);
+	assert_true(nf >= 29); /* the header's and the first record's, then one a tick */
+	assert_int_equal(frames[0], 0);
+	assert_int_equal(dump_read(path, count_rec, &c, err, sizeof(err)), 0);
+	assert_int_equal(c.n, 30);
+	assert_int_equal(c.last_total, 29);
+	/* cut in the middle of the 11th frame: ten frames' records */
+	assert_int_equal(truncate(path, frames[10] + (frames[11] - frames[10]) / 2), 0);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(dump_read(path, count_rec, &c, err, sizeof(err)), 0);
+	assert_true(c.n >= 9 && c.n <= 10);
+	/* the 6th frame's magic overwritten: the records of the five before it, then the error */
+	fd = open(path, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, "XXXX", 4, frames[5]), 4);
+	close(fd);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(dump_read(path, count_rec, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "corrupt compressed data after the"));
+	assert_true(c.n >= 4 && c.n <= 5);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -482,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_non_objects_key),
 		cmocka_unit_test(test_types_independent),
 		cmocka_unit_test(test_write_error_key),
+		cmocka_unit_test(test_compressed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -371,6 +371,7 @@ void session_tick(struct session *s, bool force_snapshot)
 	/* each second; while the job is calm into the dump's ring (sessiondump.c) */
 	if (session_snapshot(s, now, force_snapshot))
 		check_losses(s);
+	session_dump_tick(s, now);
 	if (s->tui && now - s->last_draw_ns >= DRAW_EVERY_NS)
 		livetui_draw(s, true);
 	/* its connections' timeouts */

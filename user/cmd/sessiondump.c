@@ -104,3 +104,11 @@ bool session_snapshot(struct session *s, uint64_t now, bool force)
 	s->snapshot_now = false;
 	return true;
 }
+
+void session_dump_tick(struct session *s, uint64_t now)
+{
+	int err;
+
+	if (s->dump && !s->dump_failed && (err = dump__tick(s->dump, now)))
+		dump_failed(s, err);
+}

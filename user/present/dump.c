@@ -10,6 +10,7 @@
 #include "present/dump.h"
 #include "present/dumpdelta.h"
 #include "present/dumpring.h"
+#include "present/dumpzst.h"
 #include "util/log.h"
 #include "nccltrace.h"
 
@@ -19,6 +20,8 @@ struct dump {
 	struct delta_enc *enc;	/* snapshots and states as what changed (dumpdelta.h) */
 	struct dump_ring *ring; /* the calm job's last minute of snapshots (dumpring.h) */
 	uint64_t frames_held, frames_dropped;
+	struct zst_out *zst; /* a ".zst" dump: the records since the last frame (dumpzst.h) */
+	uint64_t zst_flushed_ns;
 };
 
 int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid)
@@ -84,6 +87,12 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 		unlink(path);
 		return -ENOMEM;
 	}
+	if (dumpzst_name(path) && !(d->zst = zst_out_new())) {
+		d->fd = fd;
+		dump__close(d);
+		unlink(path);
+		return -ENOMEM;
+	}
 	d->fd = fd;
 	*out = d;
 	return 0;
@@ -104,6 +113,13 @@ int dump__write(struct dump *d, json_t *rec)
 	}
 	len = strlen(s);
 	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
+	if (d->zst) {
+		/* into the next compressed frame: written at the tick, or now if it is full */
+		err = zst_out_add(d->zst, s, len + 1);
+		if (err > 0)
+			err = zst_out_flush(d->zst, d->fd);
+		off = len + 1;
+	}
 	while (off < len + 1) {
 		ssize_t n = write(d->fd, s + off, len + 1 - off);
 
@@ -163,6 +179,20 @@ int dump__release(struct dump *d)
 	return drain(d, 0, true);
 }
 
+int dump__tick(struct dump *d, uint64_t now)
+{
+	int err;
+
+	if (!d->zst || now - d->zst_flushed_ns < DUMPZST_EVERY_NS)
+		return 0;
+	d->zst_flushed_ns = now;
+	err = zst_out_flush(d->zst, d->fd);
+	/* the frames in it are lost: the next one whole */
+	if (err)
+		delta_enc_reset(d->enc);
+	return err;
+}
+
 int dump__set_ring(struct dump *d, unsigned span_s)
 {
 	struct dump_ring *r = dump_ring_new((uint64_t)span_s * 1000000000ull, DUMP_RING_MAX_BYTES);
@@ -192,6 +222,10 @@ void dump__close(struct dump *d)
 		return;
 	dump__release(d);
 	dump_ring_free(d->ring);
+	if (d->zst) {
+		zst_out_flush(d->zst, d->fd);
+		zst_out_free(d->zst);
+	}
 	fsync(d->fd);
 	close(d->fd);
 	delta_enc_free(d->enc);
@@ -275,7 +309,8 @@ static bool state_line(const char *line, size_t n)
 static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
 		      char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
+	struct zst_in_status zs;
+	FILE *f = dumpzst_open(path, &zs);
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
@@ -373,6 +408,17 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			rc = -1;
 			break;
 		}
+	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(err, errlen, "%s:%d: %s after the %d records before it%s%s", path,
+			 lineno + 1, zs.error[0] ? "corrupt compressed data" : "cannot read on",
+			 lineno, zs.error[0] ? ": " : "", zs.error[0] ? zs.error : strerror(errno));
+		rc = -1;
+	} else if (rc == 0 && zs.cut && strcmp(cut_warned, path)) {
+		pr_warn("%s: its last compressed frame was cut short (the tracer was killed while "
+			"writing it, or the disk was full); reading the %d records before it\n",
+			path, lineno);
+		snprintf(cut_warned, sizeof(cut_warned), "%s", path);
 	}
 	if (rc == 0 && !header) {
 		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The trace dump: JSON Lines, one record per line, each written with a single write(2) so a
- * killed tracer still leaves a readable file. First line a header, last line a footer.
+ * killed tracer still leaves a readable file (a ".zst" one: zstd frames of a second's records,
+ * dumpzst.h). First line a header, last line a footer.
  */
 #ifndef NT_DUMP_H
 #define NT_DUMP_H
@@ -34,6 +35,12 @@ int dump__write(struct dump *d, json_t *rec);
 int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep);
 /* every held frame to the file, oldest first: something happened, or the trace ends */
 int dump__release(struct dump *d);
+/*
+ * A compressed dump (its name ends in ".zst", dumpzst.h): the records since the last frame
+ * written as one, a second after the last (now: CLOCK_MONOTONIC); 0 or -errno. Nothing for
+ * a plain dump, whose records are written as they come.
+ */
+int dump__tick(struct dump *d, uint64_t now);
 /* the ring's span (default DUMP_RING_SPAN_S); 0 or -ENOMEM */
 int dump__set_ring(struct dump *d, unsigned span_s);
 /* frames held in the ring so far, and those of them dropped (thinned) */

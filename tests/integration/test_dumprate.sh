@@ -133,9 +133,13 @@ check zst_frames "$(stat -c %s "$Z") bytes, $frames zstd frames; first bytes $(h
 fz=$(findings "$Z")
 check zst_finding "exit $rz; findings $(jq -c 'map({kind, rank, pid})' <<<"$fz"); marker: rank 2 pid $(marker_pid "$TMP/z.out")" -- \
 	test "$rz" = 0 -a "$(jq length <<<"$fz")" = 1 -a "$(culprit "$fz")" = "rank 2 pid $(marker_pid "$TMP/z.out")"
+# cat reads it from a file and from a pipe alike
 zc=$(whole "$Z")
-check zst_cat "cat: $(wc -l <<<"$zc") records, $(jq -s '[.[] | select(.type=="snapshot")] | length' <<<"$zc") snapshots, the last a $(tail -1 <<<"$zc" | jq -r .type)" -- \
-	jqe -s '(.[0].nccltrace == 2) and (.[-1].type == "footer") and ([.[] | select(.type=="snapshot")] | length > 20) and ([.[] | select(has("delta"))] | length == 0)' <<<"$zc"
+zp=$(cat "$Z" | "$NT" cat /dev/stdin | md5sum)
+zs=$(md5sum <<<"$zc")
+zok=$(jq -s '(.[0].nccltrace == 2) and (.[-1].type == "footer") and ([.[] | select(.type=="snapshot")] | length > 20) and ([.[] | select(has("delta"))] | length == 0)' <<<"$zc")
+check zst_cat "cat: $(wc -l <<<"$zc") records, $(jq -s '[.[] | select(.type=="snapshot")] | length' <<<"$zc") snapshots, the last a $(tail -1 <<<"$zc" | jq -r .type), whole: $zok; from a pipe the same: $([ "$zp" = "$zs" ] && echo yes || echo no)" -- \
+	test "$zok" = true -a "$zp" = "$zs"
 # cut in its middle (a tracer killed while writing a frame): the frames before it read
 ZC=$TMP/cut.jsonl.zst
 head -c $(($(stat -c %s "$Z") / 2)) "$Z" >"$ZC"

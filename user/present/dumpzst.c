@@ -105,17 +105,36 @@ int zst_out_flush(struct zst_out *z, int fd)
 
 struct zst_in {
 	FILE *raw;
-	ZSTD_DStream *ds;
+	ZSTD_DStream *ds; /* NULL: a plain dump read through (from a pipe: its first bytes kept) */
 	ZSTD_inBuffer in;
 	char *inbuf;
 	size_t incap, last; /* last: ZSTD_decompressStream's hint; 0 at a frame's end */
 	struct zst_in_status *st;
 };
 
+/* a plain dump that could not be read again from its start (a pipe): its first bytes, then it */
+static ssize_t plain_read(struct zst_in *z, char *buf, size_t size)
+{
+	size_t n;
+
+	if (z->in.pos < z->in.size) {
+		n = z->in.size - z->in.pos < size ? z->in.size - z->in.pos : size;
+		memcpy(buf, (const char *)z->in.src + z->in.pos, n);
+		z->in.pos += n;
+		return (ssize_t)n;
+	}
+	n = fread(buf, 1, size, z->raw);
+	if (!n && ferror(z->raw))
+		return -1;
+	return (ssize_t)n;
+}
+
 static ssize_t zst_read(void *cookie, char *buf, size_t size)
 {
 	struct zst_in *z = cookie;
 
+	if (!z->ds)
+		return plain_read(z, buf, size);
 	for (;;) {
 		ZSTD_outBuffer out = {buf, size, 0};
 		size_t r;
@@ -127,7 +146,7 @@ static ssize_t zst_read(void *cookie, char *buf, size_t size)
 				/* the file ends inside a frame */
 				if (z->last)
 					z->st->cut = true;
-				return 0;
+				return ferror(z->raw) ? -1 : 0;
 			}
 			z->in = (ZSTD_inBuffer){z->inbuf, n, 0};
 		}
@@ -157,24 +176,31 @@ static int zst_close(void *cookie)
 FILE *dumpzst_open(const char *path, struct zst_in_status *st)
 {
 	static const unsigned char magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-	unsigned char head[4];
 	FILE *raw = fopen(path, "re"), *f;
 	struct zst_in *z;
+	size_t nhead;
 
 	memset(st, 0, sizeof(*st));
 	if (!raw)
 		return NULL;
-	if (fread(head, 1, 4, raw) != 4 || memcmp(head, magic, 4)) {
-		rewind(raw);
+	z = calloc(1, sizeof(*z));
+	if (!z || !(z->inbuf = malloc(z->incap = ZSTD_DStreamInSize())))
+		goto oom;
+	/* the first bytes say which; they stay the reader's first (a pipe is read once) */
+	nhead = fread(z->inbuf, 1, sizeof(magic), raw);
+	z->in = (ZSTD_inBuffer){z->inbuf, nhead, 0};
+	st->compressed = nhead == sizeof(magic) && !memcmp(z->inbuf, magic, sizeof(magic));
+	if (!st->compressed && !fseek(raw, 0, SEEK_SET)) {
+		/* a plain file, read again from its start: stdio's own reads */
+		free(z->inbuf);
+		free(z);
 		return raw;
 	}
-	rewind(raw);
-	st->compressed = true;
-	z = calloc(1, sizeof(*z));
-	if (!z || !(z->ds = ZSTD_createDStream()) ||
-	    !(z->inbuf = malloc(z->incap = ZSTD_DStreamInSize())))
-		goto oom;
-	ZSTD_initDStream(z->ds);
+	if (st->compressed) {
+		if (!(z->ds = ZSTD_createDStream()))
+			goto oom;
+		ZSTD_initDStream(z->ds);
+	}
 	z->raw = raw;
 	z->st = st;
 	f = fopencookie(z, "r", (cookie_io_functions_t){.read = zst_read, .close = zst_close});

@@ -306,6 +306,47 @@ static bool state_line(const char *line, size_t n)
 	return n > sizeof(prefix) && !memcmp(line, prefix, sizeof(prefix) - 1);
 }
 
+/* the header's check: 0, or -1 with why in err */
+static int header_bad(json_t *rec, const char *path, int lineno, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(rec, "nccltrace");
+
+	if (!json_is_integer(v)) {
+		snprintf(err, errlen, "%s:%d: not an nccltrace dump (no header)", path, lineno);
+		return -1;
+	}
+	if (json_integer_value(v) > NT_DUMP_FORMAT) {
+		snprintf(err, errlen,
+			 "%s:%d: dump format %lld is newer than this nccltrace reads (%d)", path,
+			 lineno, (long long)json_integer_value(v), NT_DUMP_FORMAT);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * How the reading of f ended, after lineno lines: a read error (a corrupt compressed frame) is
+ * -1 with why in err; a compressed dump cut inside its last frame is told once
+ */
+static int read_end(FILE *f, const struct zst_in_status *zs, const char *path, int lineno,
+		    char *err, size_t errlen)
+{
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s:%d: %s after the %d records before it%s%s", path,
+			 lineno + 1, zs->error[0] ? "corrupt compressed data" : "cannot read on",
+			 lineno, zs->error[0] ? ": " : "",
+			 zs->error[0] ? zs->error : strerror(errno));
+		return -1;
+	}
+	if (zs->cut && strcmp(cut_warned, path)) {
+		pr_warn("%s: its last compressed frame was cut short (the tracer was killed while "
+			"writing it, or the disk was full); reading the %d records before it\n",
+			path, lineno);
+		snprintf(cut_warned, sizeof(cut_warned), "%s", path);
+	}
+	return 0;
+}
+
 static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
 		      char *err, size_t errlen)
 {
@@ -371,28 +412,12 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			break;
 		}
 		/* the first record, even after blank lines */
-		if (!header) {
-			json_t *v = json_object_get(rec, "nccltrace");
-
-			if (!json_is_integer(v)) {
-				snprintf(err, errlen, "%s:%d: not an nccltrace dump (no header)",
-					 path, lineno);
-				json_decref(rec);
-				rc = -1;
-				break;
-			}
-			if (json_integer_value(v) > NT_DUMP_FORMAT) {
-				snprintf(err, errlen,
-					 "%s:%d: dump format %lld is newer than this nccltrace "
-					 "reads (%d)",
-					 path, lineno, (long long)json_integer_value(v),
-					 NT_DUMP_FORMAT);
-				json_decref(rec);
-				rc = -1;
-				break;
-			}
-			header = true;
+		if (!header && header_bad(rec, path, lineno, err, errlen)) {
+			json_decref(rec);
+			rc = -1;
+			break;
 		}
+		header = true;
 		/* a frame written as what changed, whole again */
 		if (delta_decode(dec, rec, why, sizeof(why))) {
 			snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
@@ -409,17 +434,8 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			break;
 		}
 	}
-	if (rc == 0 && ferror(f)) {
-		snprintf(err, errlen, "%s:%d: %s after the %d records before it%s%s", path,
-			 lineno + 1, zs.error[0] ? "corrupt compressed data" : "cannot read on",
-			 lineno, zs.error[0] ? ": " : "", zs.error[0] ? zs.error : strerror(errno));
-		rc = -1;
-	} else if (rc == 0 && zs.cut && strcmp(cut_warned, path)) {
-		pr_warn("%s: its last compressed frame was cut short (the tracer was killed while "
-			"writing it, or the disk was full); reading the %d records before it\n",
-			path, lineno);
-		snprintf(cut_warned, sizeof(cut_warned), "%s", path);
-	}
+	if (rc == 0)
+		rc = read_end(f, &zs, path, lineno, err, errlen);
 	if (rc == 0 && !header) {
 		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);
 		rc = -1;

@@ -122,8 +122,11 @@ static long slot_find(const struct slot *sl, const char *s)
 	return -1;
 }
 
-/* ages become the moment they count from (µs of the record's clock): the same while nothing moves */
-static void ages_to_moments(json_t *v, double ts_us)
+/*
+ * Every age in v (age_key) made what f makes of it: the moment it counts from, to compare two
+ * frames (the writer), or grown by the time between them (the reader)
+ */
+static void map_ages(json_t *v, json_t *(*f)(double age, double arg), double arg)
 {
 	const char *k;
 	json_t *x;
@@ -134,17 +137,25 @@ static void ages_to_moments(json_t *v, double ts_us)
 		json_object_foreach_safe(v, tmp, k, x)
 		{
 			if (age_key(k) && json_is_number(x))
-				json_object_set_new(
-					v, k,
-					json_integer((json_int_t)(ts_us -
-								  json_number_value(x) * 1e6 +
-								  0.5)));
+				json_object_set_new(v, k, f(json_number_value(x), arg));
 			else
-				ages_to_moments(x, ts_us);
+				map_ages(x, f, arg);
 		}
 	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x) ages_to_moments(x, ts_us);
+		json_array_foreach(v, i, x) map_ages(x, f, arg);
 	}
+}
+
+/* an age as the moment it counts from (µs of the record's clock): the same while nothing moves */
+static json_t *age_moment(double age, double ts_us)
+{
+	return json_integer((json_int_t)(ts_us - age * 1e6 + 0.5));
+}
+
+/* an age dt seconds later */
+static json_t *age_grown(double age, double dt)
+{
+	return json_real(age + dt);
 }
 
 static char *canon(const json_t *el, bool ages, uint64_t ts)
@@ -157,7 +168,7 @@ static char *canon(const json_t *el, bool ages, uint64_t ts)
 	c = json_deep_copy(el);
 	if (!c)
 		return NULL;
-	ages_to_moments(c, (double)ts / 1e3);
+	map_ages(c, age_moment, (double)ts / 1e3);
 	s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 	json_decref(c);
 	return s;
@@ -345,26 +356,6 @@ static bool has_ages(const json_t *v)
 	return false;
 }
 
-static void add_to_ages(json_t *v, double dt)
-{
-	const char *k;
-	json_t *x;
-	void *tmp;
-	size_t i;
-
-	if (json_is_object(v)) {
-		json_object_foreach_safe(v, tmp, k, x)
-		{
-			if (age_key(k) && json_is_number(x))
-				json_object_set_new(v, k, json_real(json_number_value(x) + dt));
-			else
-				add_to_ages(x, dt);
-		}
-	} else if (json_is_array(v)) {
-		json_array_foreach(v, i, x) add_to_ages(x, dt);
-	}
-}
-
 /* element i of the last frame, as of dt seconds later */
 static int take(json_t *out, json_t *prev, json_int_t i, bool ages, double dt)
 {
@@ -375,7 +366,7 @@ static int take(json_t *out, json_t *prev, json_int_t i, bool ages, double dt)
 	c = json_deep_copy(el);
 	if (!c)
 		return -1;
-	add_to_ages(c, dt);
+	map_ages(c, age_grown, dt);
 	return json_array_append_new(out, c);
 }
 

@@ -10,9 +10,12 @@
 # a dump cut inside a frame (a tracer killed while writing) still reads; a dump of format 1
 # reads as it did; cat's bad input is a one-line error. A third run side by side writes a ".zst"
 # dump: zstd frames of a second's records, read as the others; cut in its middle, the frames
-# before the cut read; a frame spoilt, an error at its place.
-# checks: 24
-# lane: long 55
+# before the cut read; a frame spoilt, an error at its place. A fourth, of 2 ranks at full
+# detail, under --max-dump-bytes 256K: the file stays within it, and the footer and report say
+# what was left out. Frames of another dump format (a delta frame in a format 1 dump, a dump of
+# another format joined on) are errors at their line, with the records before them read.
+# checks: 30
+# lane: long 60
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -31,12 +34,19 @@ NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump-detail full --dump "$F" --
 pf=$!
 NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump "$Z" -- "${JOB[@]}" >"$TMP/z.out" 2>&1 &
 pz=$!
+BU=$TMP/budget.jsonl
+NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump-detail full --max-dump-bytes 256K \
+	--dump "$BU" -- "$NJ" --ranks 2 --iters 800 --fault in-collective --fault-rank 1 \
+	--fault-for 5 --timeout 90 >"$TMP/b.out" 2>&1 &
+pb=$!
 wait $pa
 ra=$?
 wait $pf
 rf=$?
 wait $pz
 rz=$?
+wait $pb
+rb=$?
 own_pkill "$NJ"
 
 # --- the finding, in both ---
@@ -157,6 +167,23 @@ rc=$?
 check zst_corrupt "frame 4 at byte $at spoilt: exit $rc, $err" -- \
 	bash -c '[ "$1" = 65 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "bad.jsonl.zst:[0-9]*: corrupt compressed data after the [0-9]* records before it" <<<"$2"' _ "$rc" "$err"
 
+# --- the budget: never past it; what it left out said in the footer and the report ---
+bsz=$(stat -c %s "$BU")
+bft=$(tail -1 "$BU")
+check budget_kept "exit $rb; $bsz bytes under a budget of 262144; footer $(jq -c .budget <<<"$bft" 2>&1)" -- \
+	bash -c '[ "$1" = 0 ] && [ "$2" -le 262144 ] && jq -e ".type == \"footer\" and .budget.bytes == 262144 and .budget.written <= 262144" <<<"$3" >/dev/null' _ "$rb" "$bsz" "$bft"
+# at full detail 2 ranks write more than that in the job's 45 s: it was met, and said
+check budget_met "footer: $(jq -c '.budget | {frames_dropped, records_dropped, met_ns}' <<<"$bft" 2>&1)" -- \
+	jqe '.budget.met_ns > 0 and .budget.frames_dropped + .budget.records_dropped > 0' <<<"$bft"
+br=$("$NT" report "$BU" 2>&1)
+rc=$?
+check budget_report "exit $rc: $(grep 'dump budget' <<<"$br")" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "^dump budget (--max-dump-bytes): 256.0 KiB, .* written; [0-9]* calm frames thinned; met [0-9]* s into the trace: [0-9]* frames and [0-9]* records after that are not in the dump" <<<"$2" && "$3" report --json "$4" | jq -e ".budget.bytes == 262144" >/dev/null' _ "$rc" "$br" "$NT" "$BU"
+out=$("$NT" run --max-dump-bytes 100K -- true 2>&1)
+rc=$?
+check budget_bad "exit $rc: $out" -- \
+	bash -c '[ "$1" = 64 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "max-dump-bytes .100K.: expected bytes, at least 256K" <<<"$2"' _ "$rc" "$out"
+
 # format 1 (a real dump of an older nccltrace, the fuzzers' seed): cat gives its records as
 # they are, and report reads it
 V1=$ROOT/tests/fuzz/corpus/dump/ring.jsonl
@@ -164,6 +191,23 @@ check v1_cat "cat of a format 1 dump: $("$NT" cat "$V1" 2>&1 | head -c 200 | hea
 	bash -c 'cmp -s <("$1" cat "$2" | jq -c .) <(jq -c . "$2") && [ "$(head -1 "$2" | jq .nccltrace)" = 1 ]' _ "$NT" "$V1"
 check v1_report "report of a format 1 dump: $("$NT" report --json "$V1" 2>&1 | jq -c '[.findings[] | {kind, rank}]' 2>&1)" -- \
 	jqe '[.findings[] | select(.kind == "stall" and .rank == 1)] | length == 1' < <("$NT" report --json "$V1")
+# frames of another format: a delta frame in a format 1 dump, a format 1 dump joined onto a
+# format 2 one; each an error at its line, the records before it given
+X=$TMP/v1delta.jsonl
+{ cat "$V1"; grep -m1 '^{"type":"snapshot".*"delta":true' "$A"; } >"$X"
+n1=$(wc -l <"$V1")
+err=$("$NT" report "$X" 2>&1 >/dev/null)
+rc=$?
+got=$("$NT" cat "$X" 2>/dev/null | wc -l)
+check other_format_delta "exit $rc: $err; cat gave $got of the $n1 records before it" -- \
+	bash -c '[ "$1" = 65 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "v1delta.jsonl:$(($3 + 1)): a frame of dump format 2 (written as what changed) in a format 1 dump" <<<"$2" && [ "$4" = "$3" ]' _ "$rc" "$err" "$n1" "$got"
+J=$TMP/joined.jsonl
+cat "$A" "$V1" >"$J"
+na=$(wc -l <"$A")
+err=$("$NT" report "$J" 2>&1 >/dev/null)
+rc=$?
+check other_format_joined "exit $rc: $err" -- \
+	bash -c '[ "$1" = 65 ] && [ "$(wc -l <<<"$2")" = 1 ] && grep -q "joined.jsonl:$(($3 + 1)): the header of a format 1 dump inside a format 2 one (two dumps joined?)" <<<"$2"' _ "$rc" "$err" "$na"
 # cat's bad input: one line, a status of its own
 out=$("$NT" cat 2>&1)
 rc=$?

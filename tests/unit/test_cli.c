@@ -602,9 +602,40 @@ static void test_parse_seconds(void **state)
 	}
 }
 
+static void test_parse_bytes(void **state)
+{
+	static const char *const bad[] = {
+		"",	"abc",	    "-1",  "1x",	   "1K ",
+		" 1K",	"1KiBs",    "1kb", "1.5M",	   "0x10",
+		"+1",	"K",	    "1KK", "99999999999T", "18446744073709551616",
+		"1023", "16777216T"};
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} good[] = {{"1024", 1024},	{"1K", 1024},	      {"1k", 1024},
+		    {"1KB", 1024},	{"1KiB", 1024},	      {"256M", 256ull << 20},
+		    {"2G", 2ull << 30}, {"3GiB", 3ull << 30}, {"1T", 1ull << 40}};
+	uint64_t v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		v = 0;
+		if (cli_parse_bytes(good[i].s, 1024, &v) || v != good[i].v)
+			fail_msg("'%s' read as %llu, want %llu", good[i].s, (unsigned long long)v,
+				 (unsigned long long)good[i].v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 42;
+		if (cli_parse_bytes(bad[i], 1024, &v) != -1)
+			fail_msg("'%s' accepted as %llu bytes", bad[i], (unsigned long long)v);
+		assert_true(v == 42);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_bytes),
 		cmocka_unit_test(test_run_defaults),
 		cmocka_unit_test(test_run_all_options),
 		cmocka_unit_test(test_run_short_and_equals_forms),

@@ -21,49 +21,6 @@
 
 #define ERRLEN 512
 
-struct tmp {
-	char dir[64];
-	char path[128];
-};
-
-static int setup(void **state)
-{
-	struct tmp *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return -1;
-	snprintf(t->dir, sizeof(t->dir), "/tmp/nccltrace-test-XXXXXX");
-	if (!mkdtemp(t->dir)) {
-		free(t);
-		return -1;
-	}
-	snprintf(t->path, sizeof(t->path), "%s/trace.jsonl", t->dir);
-	*state = t;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct tmp *t = *state;
-	struct dirent *de;
-	DIR *d = opendir(t->dir);
-
-	if (d) {
-		while ((de = readdir(d))) {
-			char p[512];
-
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			snprintf(p, sizeof(p), "%s/%s", t->dir, de->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(t->dir);
-	free(t);
-	return 0;
-}
-
 static void write_file(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -135,7 +92,7 @@ static void write_records(const char *path, int n)
 
 static void test_write_then_read(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 	struct stat st;
@@ -160,7 +117,7 @@ static void test_write_then_read(void **state)
 
 static void test_write_format(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct dump *d;
 	json_t *r;
 	char buf[512];
@@ -184,7 +141,7 @@ static void test_write_format(void **state)
 
 static void test_create_chown(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct dump *d;
 	struct stat st;
 	char other[160];
@@ -217,7 +174,7 @@ static void test_create_chown(void **state)
 
 static void test_create_refuses_existing(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct dump *d = NULL;
 	char buf[64];
 
@@ -230,7 +187,7 @@ static void test_create_refuses_existing(void **state)
 
 static void test_create_refuses_symlink(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct dump *d = NULL;
 	char target[160], link[160], other[160], buf[64];
 	struct stat st;
@@ -261,7 +218,7 @@ static void test_create_refuses_symlink(void **state)
 
 static void test_create_missing_dir(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct dump *d = NULL;
 	char path[192];
 
@@ -272,7 +229,7 @@ static void test_create_missing_dir(void **state)
 
 static void test_read_missing_file(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -284,7 +241,7 @@ static void test_read_missing_file(void **state)
 
 static void test_read_empty(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -302,7 +259,7 @@ static void test_read_empty(void **state)
 
 static void test_read_no_header(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -321,7 +278,7 @@ static void test_read_no_header(void **state)
 
 static void test_read_header_after_blank_line(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -343,7 +300,7 @@ static void test_read_header_after_blank_line(void **state)
 
 static void test_read_future_format(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN], want[32];
 	char buf[64];
@@ -362,7 +319,7 @@ static void test_read_future_format(void **state)
 
 static void test_read_garbage_line(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -386,7 +343,7 @@ static void test_read_garbage_line(void **state)
 
 static void test_read_truncated_last_line(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -411,7 +368,7 @@ static void test_read_truncated_last_line(void **state)
 
 static void test_read_binary(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {0};
 	char err[ERRLEN];
 
@@ -438,7 +395,7 @@ static void test_read_binary(void **state)
 
 static void test_read_callback_stops(void **state)
 {
-	struct tmp *t = *state;
+	struct test_tmp *t = *state;
 	struct got g = {.stop_at = 3};
 	char err[ERRLEN];
 
@@ -596,7 +553,7 @@ static void test_footer_suppressed(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, test_tmp_setup, test_tmp_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_write_then_read),
 		T(test_conn_event_kept),

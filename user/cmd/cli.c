@@ -9,6 +9,7 @@
 #include "cmd/cli.h"
 #include "cmd/listen.h"
 #include "diagnose/diagnose.h"
+#include "present/dump.h"
 #include "trace/tracer.h"
 
 const char cli_main_help[] =
@@ -60,6 +61,10 @@ const char cli_run_help[] =
 	"                             happens, one in 30 s while the job runs calm, and the\n"
 	"                             minute before anything happens at full resolution;\n"
 	"                             full: a snapshot each second, always\n"
+	"      --max-dump-bytes SIZE  the dump never grows past SIZE (K, M, G: KiB, MiB, GiB;\n"
+	"                             at least 256K): the calm stretches are thinned first as\n"
+	"                             it fills, then nothing more is written; the footer and\n"
+	"                             report say what was left out (default: no limit)\n"
 	"  -t, --stall-threshold SEC  no progress for this long is a stall (default 5); the\n"
 	"                             ceiling: a job that moves faster is called stalled after\n"
 	"                             10 x its own p99 gap between moves (at least the floor)\n"
@@ -119,6 +124,7 @@ const char cli_attach_help[] =
 	"  -o, --dump PATH            trace dump (JSON Lines; zstd frames if PATH ends in .zst);\n"
 	"                             default nccltrace-HOST-DATE-TIME.jsonl\n"
 	"      --dump-detail WHAT     adaptive (default) or full, as for run\n"
+	"      --max-dump-bytes SIZE  the dump never grows past SIZE (at least 256K), as for run\n"
 	"  -t, --stall-threshold SEC  no progress for this long is a stall (default 5), the\n"
 	"                             adaptive threshold's ceiling, as for run\n"
 	"      --min-threshold SEC    its floor (default 1); --fixed-threshold: -t always\n"
@@ -263,6 +269,35 @@ int cli_parse_seconds(const char *s, double max, double *out)
 	return 0;
 }
 
+int cli_parse_bytes(const char *s, uint64_t min, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	unsigned long long v;
+	const char *u;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end) {
+		u = strchr(units, end[0] | 0x20);
+		if (!u || (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B")))
+			return -1;
+		for (int i = 0; i <= u - units; i++) {
+			if (v > UINT64_MAX / 1024)
+				return -1;
+			v *= 1024;
+		}
+	}
+	if (v < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_mode(const char *s, enum nt_attach_mode *m)
 {
 	for (int i = NT_MODE_AUTO; i <= NT_MODE_TRACEPOINT; i++) {
@@ -316,6 +351,7 @@ enum {
 	OPT_BUDGET,
 	OPT_RINGBUF_KB,
 	OPT_DUMP_DETAIL,
+	OPT_MAX_DUMP_BYTES,
 };
 
 /* The options run and attach share */
@@ -334,6 +370,7 @@ static const struct option trace_longopts[] = {
 	{"record-budget", required_argument, NULL, OPT_BUDGET},
 	{"ringbuf-kb", required_argument, NULL, OPT_RINGBUF_KB},
 	{"dump-detail", required_argument, NULL, OPT_DUMP_DETAIL},
+	{"max-dump-bytes", required_argument, NULL, OPT_MAX_DUMP_BYTES},
 	{"verbose", no_argument, NULL, 'v'},
 	{"help", no_argument, NULL, 'h'},
 };
@@ -387,6 +424,16 @@ static int trace_opt(int c, struct run_opts *o, char *err, size_t errlen)
 			return -1;
 		}
 		o->dump_full = !strcmp(optarg, "full");
+		return 0;
+	case OPT_MAX_DUMP_BYTES:
+		if (cli_parse_bytes(optarg, DUMP_BUDGET_MIN, &o->max_dump_bytes)) {
+			snprintf(err, errlen,
+				 "--max-dump-bytes '%s': expected bytes, at least 256K (suffixes "
+				 "K, M, "
+				 "G, T: powers of 1024)",
+				 optarg);
+			return -1;
+		}
 		return 0;
 	case OPT_NO_TUI:
 		o->no_tui = true;

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "nccltrace.h"
 #include "util/exits.h"
 
@@ -17,15 +18,16 @@ struct run_opts {
 	int verbose;
 	const char *user;
 	enum nt_attach_mode mode;
-	const char *nccl_lib;	/* --nccl-lib: probe this library from the start */
-	bool collectives;	/* --collectives: a probe per collective (costly) */
-	bool tcp_always;	/* --tcp-hooks always: never detach the per-call TCP hooks */
-	const char *listen;	/* --listen ADDR:PORT: serve /metrics and /state, NULL: off */
-	const char *token_file; /* --token-file: the bearer token those requests need */
-	unsigned budget;	/* --record-budget: records a second per process and class */
-	unsigned ringbuf_kb;	/* --ringbuf-kb: the ring buffer's size (0: 1024) */
-	bool dump_full;		/* --dump-detail full: every second's snapshot written */
-	char **cmd;		/* NULL-terminated, points into argv */
+	const char *nccl_lib;	 /* --nccl-lib: probe this library from the start */
+	bool collectives;	 /* --collectives: a probe per collective (costly) */
+	bool tcp_always;	 /* --tcp-hooks always: never detach the per-call TCP hooks */
+	const char *listen;	 /* --listen ADDR:PORT: serve /metrics and /state, NULL: off */
+	const char *token_file;	 /* --token-file: the bearer token those requests need */
+	unsigned budget;	 /* --record-budget: records a second per process and class */
+	unsigned ringbuf_kb;	 /* --ringbuf-kb: the ring buffer's size (0: 1024) */
+	bool dump_full;		 /* --dump-detail full: every second's snapshot written */
+	uint64_t max_dump_bytes; /* --max-dump-bytes: the dump's budget (0: none) */
+	char **cmd;		 /* NULL-terminated, points into argv */
 	int ncmd;
 	bool help;
 };
@@ -66,6 +68,8 @@ int cli_parse_attach(int argc, char **argv, struct attach_opts *o, char *err, si
 int cli_parse_report(int argc, char **argv, struct report_opts *o, char *err, size_t errlen);
 int cli_parse_doctor(int argc, char **argv, struct doctor_opts *o, char *err, size_t errlen);
 
+/* Bytes, with an optional K, M, G or T (KiB ...; "M", "MB", "MiB"), at least min; 0 or -1. */
+int cli_parse_bytes(const char *s, uint64_t min, uint64_t *out);
 /* A positive, finite number of seconds no larger than max; 0 or -1. */
 int cli_parse_seconds(const char *s, double max, double *out);
 

@@ -364,7 +364,7 @@ void session_tick(struct session *s, bool force_snapshot)
 	/* all that diagnose() read, for a merged report of several hosts' dumps */
 	if (force_snapshot ||
 	    record_state_due(&s->snap, findings_open_count(&s->findings), s->last_state_ns)) {
-		session_dump(s, record_state(&s->snap));
+		session_state(s, force_snapshot);
 		s->last_state_ns = now;
 	}
 	quiet_step(s, now);
@@ -460,6 +460,8 @@ void session_footer(struct session *s, int exit_status)
 		json_object_set_new(f, "snapshots",
 				    json_pack("{s:I, s:I}", "held", (json_int_t)held, "thinned",
 					      (json_int_t)dropped));
+		if (s->opts.max_dump_bytes)
+			json_object_set_new(f, "budget", dump__budget_json(s->dump));
 	}
 	session_dump(s, f);
 }
@@ -787,6 +789,7 @@ int session_open(struct session *s, const struct launch_creds *cr)
 		return EXIT_CANTCREAT;
 	}
 	snprintf(s->dump_path, sizeof(s->dump_path), "%s", path);
+	dump__set_budget(s->dump, s->opts.max_dump_bytes);
 	session_ring_scale(s);
 	rc = session_listen_open(s);
 	if (rc)

@@ -116,6 +116,8 @@ void session_dump(struct session *s, json_t *rec);
  * at once or held in the dump's ring (sessiondump.c); true when one was taken
  */
 bool session_snapshot(struct session *s, uint64_t now, bool force);
+/* the state record (records.h record_state): a calm stretch's unless force or a finding is open */
+void session_state(struct session *s, bool force);
 /* a compressed dump's frame of the last second's records (dump__tick) */
 void session_dump_tick(struct session *s, uint64_t now);
 /* the dump's ring written out: before the footer */

@@ -105,6 +105,21 @@ bool session_snapshot(struct session *s, uint64_t now, bool force)
 	return true;
 }
 
+void session_state(struct session *s, bool force)
+{
+	json_t *rec = record_state(&s->snap);
+	int err;
+
+	if (force || findings_open_count(&s->findings) > 0 || !s->dump || s->dump_failed) {
+		session_dump(s, rec);
+		return;
+	}
+	/* a calm stretch's: thinned first under --max-dump-bytes */
+	if (rec && (err = dump__write_calm(s->dump, rec)))
+		dump_failed(s, err);
+	json_decref(rec);
+}
+
 void session_dump_tick(struct session *s, uint64_t now)
 {
 	int err;

@@ -22,6 +22,9 @@ struct dump {
 	uint64_t frames_held, frames_dropped;
 	struct zst_out *zst; /* a ".zst" dump: the records since the last frame (dumpzst.h) */
 	uint64_t zst_flushed_ns;
+	uint64_t written;	   /* bytes on disk */
+	uint64_t calm_seen[2];	   /* calm frames offered: snapshots, states */
+	struct dump_budget budget; /* --max-dump-bytes (dump.h) */
 };
 
 int dump_create_file(const char *path, bool chown, uid_t uid, gid_t gid)
@@ -98,11 +101,56 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 	return 0;
 }
 
+/*
+ * Room for len more bytes under the budget (the footer's share kept, but for the footer). A
+ * compressed dump counts its next frame at the most it can take; where that is past the budget,
+ * the frame is written now, so that only what is certain is counted.
+ */
+static bool room(struct dump *d, size_t len, bool footer)
+{
+	uint64_t limit;
+
+	if (!d->budget.bytes)
+		return true;
+	limit = d->budget.bytes - (footer ? 0 : DUMP_FOOTER_RESERVE);
+	if (!d->zst)
+		return d->written + len <= limit;
+	if (d->written + zst_out_bound(d->zst, len) <= limit)
+		return true;
+	if (zst_out_pending(d->zst) && zst_out_flush(d->zst, d->fd, &d->written))
+		delta_enc_reset(d->enc);
+	return d->written + zst_out_bound(d->zst, len) <= limit;
+}
+
+/* a record the budget leaves out: counted, and the time it was first met */
+static void over_budget(struct dump *d, json_t *rec, bool frame)
+{
+	json_t *ts = json_object_get(rec, "ts_ns");
+
+	if (frame) {
+		d->budget.frames_dropped++;
+		/* the reader's last frame is the one before: the next one whole */
+		delta_enc_reset(d->enc);
+	} else {
+		d->budget.records_dropped++;
+	}
+	if (!d->budget.met_ns && json_is_integer(ts))
+		d->budget.met_ns = (uint64_t)json_integer_value(ts);
+}
+
+static bool is_frame(json_t *rec)
+{
+	const char *t = json_string_value(json_object_get(rec, "type"));
+
+	return t && (!strcmp(t, "snapshot") || !strcmp(t, "state"));
+}
+
 int dump__write(struct dump *d, json_t *rec)
 {
 	size_t len, off = 0;
 	int err = 0;
 	char *s;
+	bool footer;
 
 	/* out of memory, it stays whole: a key frame */
 	delta_encode(d->enc, rec);
@@ -113,11 +161,17 @@ int dump__write(struct dump *d, json_t *rec)
 	}
 	len = strlen(s);
 	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
+	footer = !strcmp(json_string_value(json_object_get(rec, "type")) ?: "", "footer");
+	if (!room(d, len + 1, footer)) {
+		over_budget(d, rec, is_frame(rec));
+		free(s);
+		return 0;
+	}
 	if (d->zst) {
 		/* into the next compressed frame: written at the tick, or now if it is full */
 		err = zst_out_add(d->zst, s, len + 1);
 		if (err > 0)
-			err = zst_out_flush(d->zst, d->fd);
+			err = zst_out_flush(d->zst, d->fd, &d->written);
 		off = len + 1;
 	}
 	while (off < len + 1) {
@@ -130,12 +184,63 @@ int dump__write(struct dump *d, json_t *rec)
 			break;
 		}
 		off += n;
+		d->written += (uint64_t)n;
 	}
 	free(s);
 	/* a frame not written whole: a reader would apply the next one to another */
 	if (err)
 		delta_enc_reset(d->enc);
 	return err;
+}
+
+/*
+ * A calm frame (what = 0 a snapshot, 1 a state) under the budget: every one while half of it
+ * is free, then one in 2, 4 and 8 as the free part halves, and none in its last sixteenth,
+ * which is the findings'. Counted as thinned when left out.
+ */
+static bool calm_ok(struct dump *d, int what)
+{
+	uint64_t used, free_b, share, every = 1;
+
+	if (!d->budget.bytes)
+		return true;
+	used = d->written + (d->zst ? zst_out_pending(d->zst) : 0);
+	free_b = used < d->budget.bytes ? d->budget.bytes - used : 0;
+	for (share = d->budget.bytes / 2; free_b < share; share /= 2)
+		if ((every *= 2) > 8)
+			break;
+	if (every > 8 || d->calm_seen[what]++ % every) {
+		d->budget.calm_thinned++;
+		return false;
+	}
+	return true;
+}
+
+int dump__write_calm(struct dump *d, json_t *rec)
+{
+	const char *t = json_string_value(json_object_get(rec, "type"));
+
+	if (!calm_ok(d, t && !strcmp(t, "state")))
+		return 0;
+	return dump__write(d, rec);
+}
+
+void dump__set_budget(struct dump *d, uint64_t bytes)
+{
+	d->budget.bytes = bytes;
+}
+
+json_t *dump__budget_json(const struct dump *d)
+{
+	const struct dump_budget *b = &d->budget;
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "bytes", (json_int_t)b->bytes, "written",
+			      (json_int_t)d->written, "calm_thinned", (json_int_t)b->calm_thinned,
+			      "frames_dropped", (json_int_t)b->frames_dropped, "records_dropped",
+			      (json_int_t)b->records_dropped);
+
+	if (o && b->met_ns)
+		json_object_set_new(o, "met_ns", json_integer((json_int_t)b->met_ns));
+	return o;
 }
 
 /* the ring's frames that are due (all: every one), written if kept, else dropped */
@@ -146,13 +251,20 @@ static int drain(struct dump *d, uint64_t now, bool all)
 	int err = 0;
 
 	while ((text = dump_ring_pop(d->ring, now, all, &keep))) {
-		json_t *rec = keep || all ? json_loads(text, 0, NULL) : NULL;
+		json_t *rec;
 
-		free(text);
 		if (!keep && !all) {
+			free(text);
 			d->frames_dropped++;
 			continue;
 		}
+		/* kept while calm: as the budget allows */
+		if (!all && !calm_ok(d, 0)) {
+			free(text);
+			continue;
+		}
+		rec = json_loads(text, 0, NULL);
+		free(text);
 		err = rec ? dump__write(d, rec) : -ENOMEM;
 		json_decref(rec);
 		if (err)
@@ -186,7 +298,7 @@ int dump__tick(struct dump *d, uint64_t now)
 	if (!d->zst || now - d->zst_flushed_ns < DUMPZST_EVERY_NS)
 		return 0;
 	d->zst_flushed_ns = now;
-	err = zst_out_flush(d->zst, d->fd);
+	err = zst_out_flush(d->zst, d->fd, &d->written);
 	/* the frames in it are lost: the next one whole */
 	if (err)
 		delta_enc_reset(d->enc);
@@ -223,7 +335,7 @@ void dump__close(struct dump *d)
 	dump__release(d);
 	dump_ring_free(d->ring);
 	if (d->zst) {
-		zst_out_flush(d->zst, d->fd);
+		zst_out_flush(d->zst, d->fd, &d->written);
 		zst_out_free(d->zst);
 	}
 	fsync(d->fd);
@@ -325,6 +437,34 @@ static int header_bad(json_t *rec, const char *path, int lineno, char *err, size
 }
 
 /*
+ * A record of another dump format than the header's: the header of another dump (two dumps
+ * joined, one of them older), or a frame written as what changed (format 2) in a format 1
+ * dump. 0, or -1 with why in err.
+ */
+static int other_version(json_t *rec, json_int_t format, const char *path, int lineno, char *err,
+			 size_t errlen)
+{
+	json_t *v = json_object_get(rec, "nccltrace");
+
+	if (v && json_integer_value(v) != format) {
+		snprintf(err, errlen,
+			 "%s:%d: the header of a format %lld dump inside a format %lld one (two "
+			 "dumps joined?); the %d records before it read",
+			 path, lineno, (long long)json_integer_value(v), (long long)format,
+			 lineno - 1);
+		return -1;
+	}
+	if (format < 2 && (json_object_get(rec, "delta") || json_object_get(rec, "key"))) {
+		snprintf(err, errlen,
+			 "%s:%d: a frame of dump format 2 (written as what changed) in a format "
+			 "%lld dump; the %d records before it read",
+			 path, lineno, (long long)format, lineno - 1);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * How the reading of f ended, after lineno lines: a read error (a corrupt compressed frame) is
  * -1 with why in err; a compressed dump cut inside its last frame is told once
  */
@@ -356,6 +496,7 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 	size_t cap = 0;
 	ssize_t n;
 	int lineno = 0, rc = 0;
+	json_int_t format = 0;
 	bool header = false;
 	struct delta_dec *dec = delta_dec_new();
 	char why[256];
@@ -413,6 +554,13 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 		}
 		/* the first record, even after blank lines */
 		if (!header && header_bad(rec, path, lineno, err, errlen)) {
+			json_decref(rec);
+			rc = -1;
+			break;
+		}
+		if (!header)
+			format = json_integer_value(json_object_get(rec, "nccltrace"));
+		else if (other_version(rec, format, path, lineno, err, errlen)) {
 			json_decref(rec);
 			rc = -1;
 			break;

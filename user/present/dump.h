@@ -33,6 +33,11 @@ int dump__write(struct dump *d, json_t *rec);
  * a minute, then written if keep, else dropped; the frames held longer go now. 0 or -errno.
  */
 int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep);
+/*
+ * A frame (snapshot or state) of a calm stretch: written as the budget allows
+ * (dump__set_budget), else counted as thinned. 0 or -errno.
+ */
+int dump__write_calm(struct dump *d, json_t *rec);
 /* every held frame to the file, oldest first: something happened, or the trace ends */
 int dump__release(struct dump *d);
 /*
@@ -46,6 +51,30 @@ int dump__set_ring(struct dump *d, unsigned span_s);
 /* frames held in the ring so far, and those of them dropped (thinned) */
 void dump__frames(const struct dump *d, uint64_t *held, uint64_t *dropped);
 const char *dump__path(const struct dump *d);
+
+/*
+ * The budget (--max-dump-bytes): the file never grows past it. The calm stretches are thinned
+ * first, as it fills: their frames all while half of it is free, then one in 2, 4 and 8 as the
+ * free part halves, none in its last sixteenth. Every other record (findings, events, the
+ * frames while something happens, the minute before it) is written while it fits, the
+ * footer's DUMP_FOOTER_RESERVE bytes kept; the footer always fits. What was left out is
+ * counted, and said in the footer.
+ */
+#define DUMP_FOOTER_RESERVE (16u << 10)
+#define DUMP_BUDGET_MIN	    (256u << 10)
+struct dump_budget {
+	uint64_t bytes;		  /* 0: none */
+	uint64_t calm_thinned;	  /* calm frames left out to keep within it */
+	uint64_t frames_dropped;  /* frames of busy stretches not written: it was met */
+	uint64_t records_dropped; /* other records not written: it was met */
+	uint64_t met_ns;	  /* ts_ns of the first record it left out, 0 if none */
+};
+void dump__set_budget(struct dump *d, uint64_t bytes);
+/*
+ * The footer's "budget": {"bytes", "written", "calm_thinned", "frames_dropped",
+ * "records_dropped", "met_ns" (when it was met; absent if never)}
+ */
+json_t *dump__budget_json(const struct dump *d);
 /* the held frames written (dump__release), then the file closed */
 void dump__close(struct dump *d);
 

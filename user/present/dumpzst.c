@@ -69,7 +69,17 @@ int zst_out_add(struct zst_out *z, const char *text, size_t len)
 	return z->len >= DUMPZST_MAX_BYTES;
 }
 
-int zst_out_flush(struct zst_out *z, int fd)
+size_t zst_out_bound(const struct zst_out *z, size_t len)
+{
+	return ZSTD_compressBound(z->len + len);
+}
+
+size_t zst_out_pending(const struct zst_out *z)
+{
+	return z->len;
+}
+
+int zst_out_flush(struct zst_out *z, int fd, uint64_t *written)
 {
 	size_t bound, n, off = 0;
 
@@ -97,6 +107,8 @@ int zst_out_flush(struct zst_out *z, int fd)
 		if (w < 0)
 			return -errno;
 		off += (size_t)w;
+		if (written)
+			*written += (uint64_t)w;
 	}
 	return 0;
 }

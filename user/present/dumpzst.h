@@ -27,8 +27,15 @@ struct zst_out *zst_out_new(void);
 void zst_out_free(struct zst_out *z);
 /* a record's text for the next frame; 1 when the frame should go now (over its bytes), 0, or -ENOMEM */
 int zst_out_add(struct zst_out *z, const char *text, size_t len);
-/* the records added so far, as one frame written to fd; 0 (nothing to write too) or -errno */
-int zst_out_flush(struct zst_out *z, int fd);
+/*
+ * the records added so far, as one frame written to fd, its bytes added to *written (NULL: not
+ * counted); 0 (nothing to write too) or -errno
+ */
+int zst_out_flush(struct zst_out *z, int fd, uint64_t *written);
+/* the most the next frame can take on disk with len more bytes of records in it */
+size_t zst_out_bound(const struct zst_out *z, size_t len);
+/* the bytes of records added since the last frame */
+size_t zst_out_pending(const struct zst_out *z);
 
 /* what reading a compressed dump met */
 struct zst_in_status {

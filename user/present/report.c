@@ -109,6 +109,8 @@ json_t *report_findings(const char *path, char *err, size_t errlen)
 		json_object_set(out, "exit_status", json_object_get(c.footer, "exit_status"));
 		json_object_set(out, "lost", json_object_get(c.footer, "lost"));
 		json_object_set(out, "suppressed", json_object_get(c.footer, "suppressed"));
+		if (json_object_get(c.footer, "budget"))
+			json_object_set(out, "budget", json_object_get(c.footer, "budget"));
 	}
 	json_decref(c.header);
 	json_decref(c.footer);
@@ -388,6 +390,44 @@ static void print_progress(json_t *r)
 		printf("  %-13s |%s| where each finding opened, by its number\n", "findings", mark);
 }
 
+/* what --max-dump-bytes left out of a dump (host: which, in a merged report) */
+static void print_budget(json_t *b, const char *host, json_int_t start)
+{
+	json_int_t met = json_integer_value(json_object_get(b, "met_ns"));
+	char sz[32], wr[32];
+
+	if (!b)
+		return;
+	printf("\ndump budget%s%s (--max-dump-bytes): %s, %s written; %lld calm frames thinned",
+	       host ? " of " : "", host ? host : "",
+	       fmt_bytes((uint64_t)json_integer_value(json_object_get(b, "bytes")), sz, sizeof(sz)),
+	       fmt_bytes((uint64_t)json_integer_value(json_object_get(b, "written")), wr,
+			 sizeof(wr)),
+	       (long long)json_integer_value(json_object_get(b, "calm_thinned")));
+	if (met && start && met > start)
+		printf("; met %.0f s into the trace", (double)(met - start) / 1e9);
+	else if (met)
+		printf("; met");
+	if (met)
+		printf(": %lld frames and %lld records after that are not in the dump, nor any "
+		       "finding they held",
+		       (long long)json_integer_value(json_object_get(b, "frames_dropped")),
+		       (long long)json_integer_value(json_object_get(b, "records_dropped")));
+	printf("\n");
+}
+
+static void print_budgets(json_t *r)
+{
+	json_int_t start = json_integer_value(json_object_get(r, "start_ns"));
+	json_t *m, *dumps = json_object_get(json_object_get(r, "merged"), "dumps");
+	size_t i;
+
+	print_budget(json_object_get(r, "budget"), NULL, start);
+	/* a host's own start is its dump's: the merged start is the first host's */
+	json_array_foreach(dumps, i, m) print_budget(
+		json_object_get(m, "budget"), json_string_value(json_object_get(m, "host")), 0);
+}
+
 static void print_report(json_t *r)
 {
 	json_t *fs = json_object_get(r, "findings"), *f, *cmd = json_object_get(r, "cmd"), *e;
@@ -436,6 +476,7 @@ static void print_report(json_t *r)
 		       (long long)json_integer_value(json_object_get(lost, "traced_map_full")));
 	}
 	print_suppressed(json_object_get(r, "suppressed"));
+	print_budgets(r);
 }
 
 void report_print(json_t *r)

@@ -232,6 +232,9 @@ static json_t *merged_info(struct mdump *d, int n)
 				      (int)json_array_size(d[i].states), "skew_s",
 				      (double)d[i].skew / 1e9);
 
+		/* its --max-dump-bytes, and what that left out */
+		if (d[i].footer && json_object_get(d[i].footer, "budget"))
+			json_object_set(o, "budget", json_object_get(d[i].footer, "budget"));
 		/* what the connections with the host it was placed against allow */
 		if (d[i].skew_from >= 0)
 			json_object_set_new(o, "skew_measured",

@@ -25,8 +25,9 @@ NRESULTS=0
 ENDED=
 AT_EXIT=()
 
-# NT_KEEP_DUMPS=DIR (make check's plain pass): every trace dump the script left in TMP is
-# copied to DIR/SCRIPT/ before TMP goes, for test_dumps.sh to read with the sanitizers' build
+# NT_KEEP_DUMPS=DIR (make check's plain pass): every trace dump (.jsonl, .jsonl.zst) the script
+# left in TMP is copied to DIR/SCRIPT/ before TMP goes, for test_dumps.sh to read with the
+# sanitizers' build
 keep_dumps() {
 	local d f
 	[ -n "${NT_KEEP_DUMPS:-}" ] && [ -f "$0" ] || return 0
@@ -35,7 +36,7 @@ keep_dumps() {
 	mkdir -p "$d"
 	while IFS= read -r -d '' f; do
 		cp "$f" "$d/$(tr / _ <<<"${f#"$TMP"/}")" 2>/dev/null
-	done < <(find "$TMP" -name '*.jsonl' -type f -print0 2>/dev/null)
+	done < <(find "$TMP" \( -name '*.jsonl' -o -name '*.jsonl.zst' \) -type f -print0 2>/dev/null)
 }
 
 # user_root USER: sets UROOT to the checkout as USER reaches it, for a job run as USER: ROOT

@@ -5,9 +5,11 @@
 # each give what the plain build gives from the same dump (exit status and every byte), and any
 # ASan, LeakSanitizer or UBSan report fails the script (scripts/run-tests.sh reads their logs).
 # Dumps of every kind the scripts make: stalls, setup hangs, multi-host, IB, floods, corrupt and
-# truncated ones. The tracer's runs are the other scripts'; this is the readers' sanitized pass,
-# over far more dumps than re-running the scripts would give.
-# checks: 7
+# truncated ones, .zst ones. The tracer's runs are the other scripts'; this is the readers'
+# sanitized pass, over far more dumps than re-running the scripts would give. A check per reader
+# and script whose dumps it reads (SCRIPTS: the 25 that leave dumps), so that a failure names
+# both; each reads at least one dump of that script.
+# checks: 151
 # lane: long 300 (the sanitized pass: every dump read twice, at nice 19)
 . "$(dirname "$0")/lib.sh"
 
@@ -24,10 +26,16 @@ if [ -z "$FROM" ] || [ ! -d "$FROM" ]; then
 	end_checks
 fi
 
-mapfile -t DUMPS < <(find "$FROM" -name '*.jsonl' -type f | sort)
-nscripts=$(find "$FROM" -name '*.jsonl' -type f -printf '%h\n' | sort -u | wc -l)
-check dumps_kept "${#DUMPS[@]} dumps from $nscripts scripts, want at least 40 from 10" -- \
-	test "${#DUMPS[@]}" -ge 40 -a "$nscripts" -ge 10
+# the scripts that leave dumps (test_probes and this one leave none)
+SCRIPTS=(test_adaptive test_attach test_attachcomms test_audit test_bundle test_counters_old
+	test_doctor test_dumprate test_flood test_hostile test_ib test_kill test_multinode
+	test_nccl test_nccllog test_postmortem test_privs test_profiler test_pystacks test_report
+	test_run test_scale test_stall test_tui test_variants)
+READERS=(report json html convert doctor cat)
+mapfile -t DUMPS < <(find "$FROM" \( -name '*.jsonl' -o -name '*.jsonl.zst' \) -type f | sort)
+nscripts=$(printf '%s\n' "${DUMPS[@]}" | sed 's|/[^/]*$||' | sort -u | wc -l)
+check dumps_kept "${#DUMPS[@]} dumps from $nscripts scripts, want at least 40 from ${#SCRIPTS[@]}" -- \
+	test "${#DUMPS[@]}" -ge 40 -a "$nscripts" -ge ${#SCRIPTS[@]}
 
 # one DUMP KIND: the plain and the tested build on one dump, their exit status and output
 # (stdout, stderr, the file written) into $TMP/KIND/{plain,tested}.N; prints the dump's name if
@@ -60,29 +68,44 @@ export -f one
 export PLAIN NT TMP
 
 # same KIND WHAT: every dump through one(), as many at a time as CPUs, at the lowest priority
-# (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch
-# report --json (the reader and the diagnosis on every record) reads every dump; the other five
-# render what it read, from the dumps of 256 KB or less and, for each record type that only a
-# bigger one has, the smallest dump that has it: every type is rendered, and the bigger dumps
-# (up to 10 MB: floods, scaled rings) hold the same records many times over
-types_of() { grep -ao '^{"type":"[a-z_]*"' "$1" | sort -u; }
+# (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch;
+# then a check per script. report --json (the reader and the diagnosis on every record) reads
+# every dump; the other five render what it read, from the dumps of 256 KB or less, each
+# script's smallest and, for each record type that only a bigger one has, the smallest dump that
+# has it: every type and every script is rendered, and the bigger dumps (up to 10 MB: floods,
+# scaled rings) hold the same records many times over
+# a record's type starts its line, a frame's too; a .zst dump's lines are cat's
+types_of() {
+	case $1 in
+	*.zst) "$PLAIN" cat "$1" 2>/dev/null | grep -ao '^{"type":"[a-z_]*"' | sort -u ;;
+	*) grep -ao '^{"type":"[a-z_]*"' "$1" | sort -u ;;
+	esac
+}
 SMALL=()
 covered=""
+declare -A seen=()
 while read -r size d; do
 	t=$(types_of "$d")
-	if [ "$size" -le 262144 ] || [ -n "$(comm -23 <(echo "$t") <(echo "$covered"))" ]; then
+	s=${d#"$FROM"/}
+	s=${s%%/*}
+	if [ "$size" -le 262144 ] || [ -z "${seen[$s]:-}" ] || [ -n "$(comm -23 <(echo "$t") <(echo "$covered"))" ]; then
 		SMALL+=("$d")
+		seen[$s]=1
 		covered=$(printf '%s\n%s\n' "$covered" "$t" | sort -u | grep .)
 	fi
-done < <(find "$FROM" -name '*.jsonl' -type f -printf '%s %p\n' | sort -n)
+done < <(printf '%s\n' "${DUMPS[@]}" | xargs -d '\n' stat -c '%s %n' | sort -n)
 echo "# renders over ${#SMALL[@]} of ${#DUMPS[@]} dumps, $(wc -l <<<"$covered") record types"
 same() {
-	local kind=$1 what=$2 diff list=("${SMALL[@]}")
+	local kind=$1 what=$2 diff list=("${SMALL[@]}") s n bad
 	[ "$kind" = json ] && list=("${DUMPS[@]}")
 	mkdir -p "$TMP/$kind"
 	diff=$(printf '%s\0' "${list[@]}" | nice -n 19 xargs -0 -P "$(nproc)" -I{} bash -c 'one "$1" "$2"' _ {} "$kind")
-	check "${kind}_same" "$what differs on $(wc -l <<<"$diff") of ${#list[@]} dumps, e.g. ${diff%%$'\n'*}" -- \
-		test -z "$diff"
+	for s in "${SCRIPTS[@]}"; do
+		n=$(printf '%s\n' "${list[@]}" | grep -c "^$FROM/$s/")
+		bad=$(grep "^$FROM/$s/" <<<"$diff")
+		check "${kind}_${s#test_}" "$what on $n dumps of $s: differs on $(grep -c . <<<"$bad"), e.g. ${bad%%$'\n'*}" -- \
+			test "$n" -gt 0 -a -z "$bad"
+	done
 }
 
 same report "nccltrace report"

@@ -485,6 +485,18 @@ static void test_coll_behind_from_plugin(void **state)
 	set_exited(&w->procs[0], 0, NOW - SEC);
 	set_exited(&w->procs[1], 0, NOW - SEC);
 	assert_int_equal(run(w, out), 0);
+	/* the one behind exited with status 0 within the second, the one ahead alive: its last
+	 * launches may be after its counts were read, so not yet; a second on, it is named */
+	w->procs[0].exited = false;
+	w->procs[0].state = 'S';
+	set_exited(&w->procs[1], 0, NOW - SEC / 3);
+	assert_int_equal(run(w, out), 0);
+	w->procs[1].exit_ns = NOW - SEC - SEC / 5;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].kind, FINDING_PEER_DEAD);
+	assert_int_equal(out[0].rank, 1);
+	set_exited(&w->procs[0], 0, NOW - SEC);
+	set_exited(&w->procs[1], 0, NOW - SEC);
 	/* the one ahead was killed while waiting: it did wait */
 	w->procs[0].exit_status = SIGTERM;
 	assert_int_equal(run(w, out), 1);

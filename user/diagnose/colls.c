@@ -648,6 +648,20 @@ static bool launching(const struct snapshot *s, const struct snap_comm *c)
 }
 
 /*
+ * A member that exited with status 0 within the last second: its counts, sampled before it
+ * exited, may predate its last launches (a rank woken from a pause runs its last collectives
+ * and exits within a tick, and the others follow it out). Named once the others still wait a
+ * second after its exit.
+ */
+static bool just_finished(const struct snapshot *s, const struct snap_comm *c)
+{
+	const struct snap_proc *p = snapshot_proc(s, c->pid);
+
+	return p && p->exited && WIFEXITED(p->exit_status) && !WEXITSTATUS(p->exit_status) &&
+	       s->now_ns - p->exit_ns < NT_NSEC_PER_SEC;
+}
+
+/*
  * Ordered, not equal: the members with the fewest launches hold the others, those launching
  * (in their setup) excepted: at scale, a rank late to the first collective leaves its ring
  * neighbours in their setup, as few launches behind as it, while the others launched and wait.
@@ -668,7 +682,7 @@ static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 
 		if (snap_comm_total(c) != v->least)
 			continue;
-		if (launching(s, c))
+		if (launching(s, c) || just_finished(s, c))
 			return;
 		culprit = true;
 	}

@@ -531,7 +531,9 @@ static json_t *sorted(json_t *ev)
 static int convert_run(struct conv *c, const char *path, char *err, size_t errlen)
 {
 	c->ev = json_array();
-	if (!c->ev || dump_read(path, on_record, c, err, errlen))
+	/* phases only: no snapshot is read */
+	if (!c->ev ||
+	    (c->phases_only ? dump_read_events : dump_read)(path, on_record, c, err, errlen))
 		return -1;
 	/* phases still open at the end of the trace end there */
 	for (int i = 0; i < c->ntracks; i++)

@@ -395,27 +395,40 @@ void dump_job_id(char *buf, size_t len, const char *slurm_job_id, const char *ru
 			buf[n] = '_';
 }
 
-static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
+/* what read_lines passes over unread, by its line's start */
+enum { READ_STATES = 1, READ_SNAPSHOTS = 2 };
+static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, int want,
 		      char *err, size_t errlen);
 
 int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
 	      size_t errlen)
 {
-	return read_lines(path, fn, ctx, false, err, errlen);
+	return read_lines(path, fn, ctx, READ_SNAPSHOTS, err, errlen);
+}
+
+int dump_read_events(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
+		     size_t errlen)
+{
+	return read_lines(path, fn, ctx, 0, err, errlen);
 }
 
 int dump_read_states(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
 		     size_t errlen)
 {
-	return read_lines(path, fn, ctx, true, err, errlen);
+	return read_lines(path, fn, ctx, READ_STATES | READ_SNAPSHOTS, err, errlen);
 }
 
-/* the line of a state record, as record_state() writes it (its "type" first) */
-static bool state_line(const char *line, size_t n)
+/*
+ * Is the line a record of a type want leaves out: a state or a snapshot, as record_state() and
+ * record_snapshot() write them (their "type" first)? One written otherwise is read.
+ */
+static bool unwanted(const char *line, size_t n, int want)
 {
-	static const char prefix[] = "{\"type\":\"state\",";
+	static const char st[] = "{\"type\":\"state\",", sn[] = "{\"type\":\"snapshot\",";
 
-	return n > sizeof(prefix) && !memcmp(line, prefix, sizeof(prefix) - 1);
+	if (!(want & READ_STATES) && n > sizeof(st) && !memcmp(line, st, sizeof(st) - 1))
+		return true;
+	return !(want & READ_SNAPSHOTS) && n > sizeof(sn) && !memcmp(line, sn, sizeof(sn) - 1);
 }
 
 /* the header's check: 0, or -1 with why in err */
@@ -487,7 +500,7 @@ static int read_end(FILE *f, const struct zst_in_status *zs, const char *path, i
 	return 0;
 }
 
-static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, bool states,
+static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, int want,
 		      char *err, size_t errlen)
 {
 	struct zst_in_status zs;
@@ -536,7 +549,7 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			}
 			break;
 		}
-		if (n == 0 || (!states && header && state_line(line, (size_t)n)))
+		if (n == 0 || (header && unwanted(line, (size_t)n, want)))
 			continue;
 		if (memchr(line, '\0', n)) {
 			snprintf(err, errlen, "%s:%d: binary data, not a JSON record", path,

@@ -101,5 +101,11 @@ int dump_read(const char *path, int (*fn)(void *ctx, json_t *rec, int line), voi
  */
 int dump_read_states(const char *path, int (*fn)(void *ctx, json_t *rec, int line), void *ctx,
 		     char *err, size_t errlen);
+/*
+ * dump_read() without the snapshots too: the events, findings, header and footer, for a reader
+ * that wants none of the frames (report's findings, convert's phases)
+ */
+int dump_read_events(const char *path, int (*fn)(void *ctx, json_t *rec, int line), void *ctx,
+		     char *err, size_t errlen);
 
 #endif /* NT_DUMP_H */

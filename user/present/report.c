@@ -88,7 +88,7 @@ json_t *report_findings(const char *path, char *err, size_t errlen)
 			    .errlen = errlen,
 			    .path = path};
 	json_t *out;
-	int rc = dump_read(path, collect, &c, err, errlen);
+	int rc = dump_read_events(path, collect, &c, err, errlen);
 
 	json_decref(c.stacks);
 	if (rc) {

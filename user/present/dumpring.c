@@ -6,7 +6,7 @@
 #include "present/dumpring.h"
 
 struct held {
-	char *text;
+	json_t *frame;
 	size_t len;
 	uint64_t ts;
 	bool keep;
@@ -34,19 +34,19 @@ void dump_ring_free(struct dump_ring *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
-		free(r->h[(r->head + i) % r->cap].text);
+		json_decref(r->h[(r->head + i) % r->cap].frame);
 	free(r->h);
 	free(r);
 }
 
-int dump_ring_push(struct dump_ring *r, char *text, uint64_t ts, bool keep)
+int dump_ring_push(struct dump_ring *r, json_t *frame, size_t bytes, uint64_t ts, bool keep)
 {
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct held *h = malloc(cap * sizeof(*h));
 
 		if (!h) {
-			free(text);
+			json_decref(frame);
 			return -ENOMEM;
 		}
 		for (size_t i = 0; i < r->n; i++)
@@ -56,13 +56,13 @@ int dump_ring_push(struct dump_ring *r, char *text, uint64_t ts, bool keep)
 		r->cap = cap;
 		r->head = 0;
 	}
-	r->h[(r->head + r->n) % r->cap] = (struct held){text, strlen(text), ts, keep};
+	r->h[(r->head + r->n) % r->cap] = (struct held){frame, bytes, ts, keep};
 	r->n++;
-	r->bytes += strlen(text);
+	r->bytes += bytes;
 	return 0;
 }
 
-char *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
+json_t *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
 {
 	struct held *o;
 
@@ -75,7 +75,7 @@ char *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
 	r->bytes -= o->len;
 	r->head = (r->head + 1) % r->cap;
 	r->n--;
-	return o->text;
+	return o->frame;
 }
 
 size_t dump_ring_count(const struct dump_ring *r)

@@ -19,7 +19,6 @@ struct dump {
 	char *path;
 	struct delta_enc *enc;	/* snapshots and states as what changed (dumpdelta.h) */
 	struct dump_ring *ring; /* the calm job's last minute of snapshots (dumpring.h) */
-	unsigned ring_s;	/* its span */
 	uint64_t frames_held, frames_dropped;
 	struct zst_out *zst; /* a ".zst" dump: the records since the last frame (dumpzst.h) */
 	uint64_t zst_flushed_ns;
@@ -98,7 +97,6 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 		return -ENOMEM;
 	}
 	d->fd = fd;
-	d->ring_s = DUMP_RING_SPAN_S;
 	*out = d;
 	return 0;
 }
@@ -248,27 +246,25 @@ json_t *dump__budget_json(const struct dump *d)
 /* the ring's frames that are due (all: every one), written if kept, else dropped */
 static int drain(struct dump *d, uint64_t now, bool all)
 {
-	json_t *frame;
+	char *text;
 	bool keep;
 	int err = 0;
 
-	while ((frame = dump_ring_pop(d->ring, now, all, &keep))) {
+	while ((text = dump_ring_pop(d->ring, now, all, &keep))) {
 		json_t *rec;
 
 		if (!keep && !all) {
-			json_decref(frame);
+			free(text);
 			d->frames_dropped++;
 			continue;
 		}
 		/* kept while calm: as the budget allows */
 		if (!all && !calm_ok(d, 0)) {
-			json_decref(frame);
+			free(text);
 			continue;
 		}
-		/* held as its text (dump__hold), or as itself */
-		rec = json_is_string(frame) ? json_loads(json_string_value(frame), 0, NULL)
-					    : json_incref(frame);
-		json_decref(frame);
+		rec = json_loads(text, 0, NULL);
+		free(text);
 		err = rec ? dump__write(d, rec) : -ENOMEM;
 		json_decref(rec);
 		if (err)
@@ -277,38 +273,13 @@ static int drain(struct dump *d, uint64_t now, bool all)
 	return err;
 }
 
-/*
- * What a frame held as the record costs: jansson's objects, about 2.5 KiB for each element of its
- * arrays (a connection's or a process's dozen or two fields), five times its text
- */
-#define HELD_ELEMENT_BYTES 2560
-static size_t held_bytes(json_t *rec)
-{
-	return 4096 + HELD_ELEMENT_BYTES * (json_array_size(json_object_get(rec, "procs")) +
-					    json_array_size(json_object_get(rec, "conns")));
-}
-
 int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep)
 {
-	size_t bytes = held_bytes(rec);
-	json_t *frame;
-	char *text;
+	char *text = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
 	int err;
 
-	/*
-	 * Held as the record while a span of such frames fits the ring's bytes: the frames dropped
-	 * (most of them) are never turned into text. A bigger job's as its text.
-	 */
-	if (bytes * d->ring_s <= DUMP_RING_MAX_BYTES) {
-		frame = json_incref(rec);
-	} else {
-		text = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
-		bytes = text ? strlen(text) : 0;
-		frame = text ? json_stringn_nocheck(text, bytes) : NULL;
-		free(text);
-	}
 	/* no room to hold it: written now, so that nothing is lost */
-	if (!frame || dump_ring_push(d->ring, frame, bytes, ts, keep))
+	if (!text || dump_ring_push(d->ring, text, ts, keep))
 		return dump__write(d, rec);
 	d->frames_held++;
 	err = drain(d, ts, false);
@@ -343,7 +314,6 @@ int dump__set_ring(struct dump *d, unsigned span_s)
 	dump__release(d);
 	dump_ring_free(d->ring);
 	d->ring = r;
-	d->ring_s = span_s;
 	return 0;
 }
 

@@ -6,7 +6,7 @@
 #include "present/dumpring.h"
 
 struct held {
-	json_t *frame;
+	char *text;
 	size_t len;
 	uint64_t ts;
 	bool keep;
@@ -34,19 +34,19 @@ void dump_ring_free(struct dump_ring *r)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n; i++)
-		json_decref(r->h[(r->head + i) % r->cap].frame);
+		free(r->h[(r->head + i) % r->cap].text);
 	free(r->h);
 	free(r);
 }
 
-int dump_ring_push(struct dump_ring *r, json_t *frame, size_t bytes, uint64_t ts, bool keep)
+int dump_ring_push(struct dump_ring *r, char *text, uint64_t ts, bool keep)
 {
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct held *h = malloc(cap * sizeof(*h));
 
 		if (!h) {
-			json_decref(frame);
+			free(text);
 			return -ENOMEM;
 		}
 		for (size_t i = 0; i < r->n; i++)
@@ -56,13 +56,13 @@ int dump_ring_push(struct dump_ring *r, json_t *frame, size_t bytes, uint64_t ts
 		r->cap = cap;
 		r->head = 0;
 	}
-	r->h[(r->head + r->n) % r->cap] = (struct held){frame, bytes, ts, keep};
+	r->h[(r->head + r->n) % r->cap] = (struct held){text, strlen(text), ts, keep};
 	r->n++;
-	r->bytes += bytes;
+	r->bytes += strlen(text);
 	return 0;
 }
 
-json_t *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
+char *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
 {
 	struct held *o;
 
@@ -75,7 +75,7 @@ json_t *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
 	r->bytes -= o->len;
 	r->head = (r->head + 1) % r->cap;
 	r->n--;
-	return o->frame;
+	return o->text;
 }
 
 size_t dump_ring_count(const struct dump_ring *r)

@@ -5,7 +5,7 @@
 # At KILL_MOMENTS random moments (default 10; docs/reliability.md has 100): start, probe attach,
 # steady state, an open finding with its stacks, the job's exit. Each time no BPF program left,
 # the job finishing with its own status, none of its processes stopped or traced, the dump
-# readable.
+# readable (every other one a .zst dump).
 # checks: 14
 . "$(dirname "$0")/lib.sh"
 
@@ -63,7 +63,7 @@ check killed_dump_incomplete "report should say the dump has no footer" -- \
 	jqe '.complete == false' <<<"$out"
 # --- SIGKILL at random moments ---
 N=${KILL_MOMENTS:-10}
-bad_progs=() bad_job=() bad_ptrace=() bad_dump=() started=0 held=0
+bad_progs=() bad_job=() bad_ptrace=() bad_dump=() started=0 held=0 zst=0
 # no process of the job (the demo ranks, its shell) stopped or traced by a dead tracer
 job_free() {
 	local p
@@ -76,7 +76,9 @@ job_free() {
 	return 0
 }
 for i in $(seq 1 "$N"); do
+	# every other one a .zst dump: killed inside a frame's write, the frames before it read
 	D=$TMP/m$i.jsonl S=$TMP/m$i.status
+	[ $((i % 2)) = 0 ] && D=$D.zst && zst=$((zst + 1))
 	# a ring with a rank asleep 1.5 s past a 1 s threshold: a finding opens, stacks are taken
 	"$NT" run --no-tui -t 1 --dump "$D" -- sh -c "'$RJ' --ranks 3 --duration 3 --stall-rank 1 \
 		--stall-after 0.5 --stall-for 1.5 -q; echo \$? >'$S'" >"$TMP/m$i.out" 2>&1 &
@@ -105,7 +107,7 @@ for i in $(seq 1 "$N"); do
 	if [ -s "$D" ] && ! "$NT" report --json "$D" >/dev/null 2>&1; then bad_dump+=("$at"); fi
 	kill_leftovers
 done
-echo "# killed at $N random moments in 0..4 s: the tracer held BPF programs at $held, the job had started at $started"
+echo "# killed at $N random moments in 0..4 s ($zst writing a .zst dump): the tracer held BPF programs at $held, the job had started at $started"
 check moments_progs "BPF programs or links left after kills at (moment:count) ${bad_progs[*]}" -- \
 	test ${#bad_progs[@]} = 0
 check moments_held "the tracer never held a BPF program when killed ($N runs)" -- test "$held" -gt 0

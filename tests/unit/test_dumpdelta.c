@@ -293,6 +293,8 @@ struct seen {
 	int snapshots;
 	json_int_t ts[256];
 	json_int_t total[256];
+	int conns[256];
+	json_int_t last_bytes[256]; /* the last connection's */
 };
 
 static int on_rec(void *ctx, json_t *rec, int line)
@@ -304,26 +306,44 @@ static int on_rec(void *ctx, json_t *rec, int line)
 		return 0;
 	assert_null(json_object_get(rec, "delta"));
 	s->ts[s->snapshots] = json_integer_value(json_object_get(rec, "ts_ns"));
+	s->conns[s->snapshots] = (int)json_array_size(json_object_get(rec, "conns"));
+	s->last_bytes[s->snapshots] = json_integer_value(json_object_get(
+		json_array_get(json_object_get(rec, "conns"), s->conns[s->snapshots] - 1),
+		"bytes_sent"));
 	s->total[s->snapshots++] = json_integer_value(
 		json_object_get(json_array_get(json_object_get(rec, "procs"), 0), "total"));
 	return 0;
 }
 
+/* nconns connections that move each second */
+static json_t *conns_at(int nconns, int i)
+{
+	json_t *c = json_array();
+
+	for (int k = 0; k < nconns; k++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "c%d", k);
+		json_array_append_new(c, conn(id, (json_int_t)i * 1000 + k, (json_int_t)i * S,
+					      (json_int_t)i * S));
+	}
+	return c;
+}
+
 /*
  * Through a real file: a calm minute and a half held, one in 30 s kept; then the release writes
- * the last minute at full resolution; the reader makes every delta whole. A delta frame cut from
- * its key frame is a clear error at its line, after the records before it.
+ * the last minute at full resolution; the reader makes every delta whole. A job of a few
+ * connections is held as its records, one of 300 (a span of those past the ring's bytes as
+ * records) as their text: the same file either way.
  */
-static void test_hold_and_read(void **state)
+static void hold_and_read(int nconns)
 {
 	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64], err[256];
 	struct dump *dp;
 	struct seen seen = {0};
 	uint64_t held, dropped;
 	json_t *h;
-	FILE *f;
 
-	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/d.jsonl", dir);
 	assert_int_equal(dump__create(path, false, 0, 0, &dp), 0);
@@ -332,7 +352,7 @@ static void test_hold_and_read(void **state)
 	json_decref(h);
 	for (int i = 0; i <= 90; i++) {
 		json_t *r = snapshot((json_int_t)i * S, json_pack("[o]", proc(1, i / 10)),
-				     json_array());
+				     conns_at(nconns, i));
 
 		assert_int_equal(dump__hold(dp, r, (uint64_t)i * S, i % 30 == 0), 0);
 		json_decref(r);
@@ -349,15 +369,33 @@ static void test_hold_and_read(void **state)
 	for (int i = 2; i < seen.snapshots; i++) {
 		assert_int_equal(seen.ts[i], (json_int_t)(29 + i) * S);
 		assert_int_equal(seen.total[i], (29 + i) / 10);
+		assert_int_equal(seen.conns[i], nconns);
+		assert_int_equal(seen.last_bytes[i],
+				 nconns ? (json_int_t)(29 + i) * 1000 + nconns - 1 : 0);
 	}
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_hold_and_read(void **state)
+{
+	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64], err[256];
+	struct seen seen = {0};
+	FILE *f;
+
+	(void)state;
+	hold_and_read(0);
+	hold_and_read(3);
+	hold_and_read(300);
 	/* a delta frame whose key frame is gone */
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/d.jsonl", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fprintf(f,
 		"{\"nccltrace\":2}\n{\"type\":\"proc\",\"ts_ns\":1}\n"
 		"{\"type\":\"snapshot\",\"ts_ns\":2,\"procs\":[0],\"conns\":[],\"delta\":true}\n");
 	fclose(f);
-	memset(&seen, 0, sizeof(seen));
 	assert_int_equal(dump_read(path, on_rec, &seen, err, sizeof(err)), -1);
 	assert_non_null(
 		strstr(err, "d.jsonl:3: a snapshot delta frame with no key frame before it"));

@@ -217,14 +217,56 @@ static void test_frame_dropped(void **state)
 	assert_int_equal(nread, n);
 }
 
+/*
+ * A compressed dump: a record bigger than the budget as text that compresses well is written
+ * (compressed alone, it fits); one that does not compress is left out
+ */
+static void test_compressed_big(void **state)
+{
+	struct test_tmp *t = *state;
+	struct dump *d = open_dump(t, "big.jsonl.zst");
+	char *pad = malloc(BUDGET + BUDGET / 2 + 1);
+	char err[512];
+	int nread = 0;
+	json_t *r;
+
+	assert_non_null(pad);
+	memset(pad, 'a', BUDGET + BUDGET / 2);
+	pad[BUDGET + BUDGET / 2] = '\0';
+	r = json_pack("{s:s, s:I, s:s}", "type", "finding", "ts_ns", (json_int_t)7, "pad", pad);
+	assert_int_equal(dump__write(d, r), 0);
+	json_decref(r);
+	assert_int_equal(budget_field(d, "records_dropped"), 0);
+	assert_true(written(d) < BUDGET / 8);
+	/* three times the budget, random hex (zstd halves it at most): it fits in no way */
+	free(pad);
+	pad = malloc(3 * BUDGET + 1);
+	assert_non_null(pad);
+	for (uint64_t k = 0, x = 88172645463325252ull; k < 3 * BUDGET; k++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		pad[k] = "0123456789abcdef"[x >> 60];
+	}
+	pad[3 * BUDGET] = '\0';
+	r = json_pack("{s:s, s:I, s:s}", "type", "finding", "ts_ns", (json_int_t)8, "pad", pad);
+	assert_int_equal(dump__write(d, r), 0);
+	json_decref(r);
+	free(pad);
+	assert_int_equal(budget_field(d, "records_dropped"), 1);
+	assert_int_equal(budget_field(d, "met_ns"), 8);
+	dump__close(d);
+	assert_true(file_size(t->path) <= BUDGET);
+	assert_int_equal(dump_read(t->path, count, &nread, err, sizeof(err)), 0);
+	assert_int_equal(nread, 2);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, test_tmp_setup, test_tmp_teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_plain),
-		T(test_compressed),
-		T(test_none),
-		T(test_frame_dropped),
+		T(test_plain),	       T(test_compressed),     T(test_none),
+		T(test_frame_dropped), T(test_compressed_big),
 	};
 #undef T
 

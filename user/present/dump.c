@@ -101,25 +101,44 @@ int dump__create(const char *path, bool chown, uid_t uid, gid_t gid, struct dump
 	return 0;
 }
 
-/*
- * Room for len more bytes under the budget (the footer's share kept, but for the footer). A
- * compressed dump counts its next frame at the most it can take; where that is past the budget,
- * the frame is written now, so that only what is certain is counted.
- */
-static bool room(struct dump *d, size_t len, bool footer)
+/* the bytes the budget allows the file (0: no budget), the footer's share kept but for it */
+static uint64_t limit_of(const struct dump *d, bool footer)
 {
-	uint64_t limit;
-
 	if (!d->budget.bytes)
-		return true;
-	limit = d->budget.bytes - (footer ? 0 : DUMP_FOOTER_RESERVE);
-	if (!d->zst)
-		return d->written + len <= limit;
-	if (d->written + zst_out_bound(d->zst, len) <= limit)
-		return true;
-	if (zst_out_pending(d->zst) && zst_out_flush(d->zst, d->fd, &d->written))
-		delta_enc_reset(d->enc);
-	return d->written + zst_out_bound(d->zst, len) <= limit;
+		return 0;
+	return d->budget.bytes - (footer ? 0 : DUMP_FOOTER_RESERVE);
+}
+
+/*
+ * A record into a compressed dump: into the next frame while the most that frame can take on
+ * disk fits the budget; past that, what is pending goes now, and the record is a frame of its
+ * own, written if its compressed bytes fit. 0 (*left_out set when it did not fit) or -errno.
+ */
+static int zst_put(struct dump *d, const char *s, size_t len, bool footer, bool *left_out)
+{
+	uint64_t limit = limit_of(d, footer);
+	ssize_t n;
+	int err;
+
+	if (!limit || d->written + zst_out_bound(d->zst, len) <= limit) {
+		/* written at the tick, or now if the frame is full */
+		err = zst_out_add(d->zst, s, len);
+		return err > 0 ? zst_out_flush(d->zst, d->fd, &d->written) : err;
+	}
+	err = zst_out_flush(d->zst, d->fd, &d->written);
+	if (!err)
+		err = zst_out_add(d->zst, s, len);
+	if (err < 0)
+		return err;
+	n = zst_out_seal(d->zst);
+	if (n < 0)
+		return (int)n;
+	if (d->written + (uint64_t)n > limit) {
+		zst_out_drop(d->zst);
+		*left_out = true;
+		return 0;
+	}
+	return zst_out_write(d->zst, d->fd, &d->written);
 }
 
 /* a record the budget leaves out: counted, and the time it was first met */
@@ -150,7 +169,7 @@ int dump__write(struct dump *d, json_t *rec)
 	size_t len, off = 0;
 	int err = 0;
 	char *s;
-	bool footer;
+	bool footer, left_out = false;
 
 	/* out of memory, it stays whole: a key frame */
 	delta_encode(d->enc, rec);
@@ -162,18 +181,15 @@ int dump__write(struct dump *d, json_t *rec)
 	len = strlen(s);
 	s[len] = '\n'; /* json_dumps' NUL becomes the newline: one write per record */
 	footer = !strcmp(json_string_value(json_object_get(rec, "type")) ?: "", "footer");
-	if (!room(d, len + 1, footer)) {
-		over_budget(d, rec, is_frame(rec));
-		free(s);
-		return 0;
-	}
 	if (d->zst) {
-		/* into the next compressed frame: written at the tick, or now if it is full */
-		err = zst_out_add(d->zst, s, len + 1);
-		if (err > 0)
-			err = zst_out_flush(d->zst, d->fd, &d->written);
+		err = zst_put(d, s, len + 1, footer, &left_out);
+		off = len + 1;
+	} else if (limit_of(d, footer) && d->written + len + 1 > limit_of(d, footer)) {
+		left_out = true;
 		off = len + 1;
 	}
+	if (left_out)
+		over_budget(d, rec, is_frame(rec));
 	while (off < len + 1) {
 		ssize_t n = write(d->fd, s + off, len + 1 - off);
 

@@ -57,8 +57,10 @@ const char *dump__path(const struct dump *d);
  * first, as it fills: their frames all while half of it is free, then one in 2, 4 and 8 as the
  * free part halves, none in its last sixteenth. Every other record (findings, events, the
  * frames while something happens, the minute before it) is written while it fits, the
- * footer's DUMP_FOOTER_RESERVE bytes kept; the footer always fits. What was left out is
- * counted, and said in the footer.
+ * footer's DUMP_FOOTER_RESERVE bytes kept; the footer always fits. A compressed dump counts
+ * its bytes on disk and its next frame at the most it can take; past the budget by that, the
+ * frame goes at once and the record is compressed alone, written if that fits. What was left
+ * out is counted, and said in the footer.
  */
 #define DUMP_FOOTER_RESERVE (16u << 10)
 #define DUMP_BUDGET_MIN	    (256u << 10)

@@ -20,6 +20,7 @@ struct zst_out {
 	ZSTD_CCtx *cctx;
 	char *buf, *frame;
 	size_t len, cap, fcap;
+	size_t sealed; /* the bytes of the frame compressed and not yet written */
 };
 
 void zst_out_free(struct zst_out *z)
@@ -79,10 +80,11 @@ size_t zst_out_pending(const struct zst_out *z)
 	return z->len;
 }
 
-int zst_out_flush(struct zst_out *z, int fd, uint64_t *written)
+ssize_t zst_out_seal(struct zst_out *z)
 {
-	size_t bound, n, off = 0;
+	size_t bound, n;
 
+	z->sealed = 0;
 	if (!z->len)
 		return 0;
 	bound = ZSTD_compressBound(z->len);
@@ -99,6 +101,20 @@ int zst_out_flush(struct zst_out *z, int fd, uint64_t *written)
 	z->len = 0;
 	if (ZSTD_isError(n))
 		return -EIO;
+	z->sealed = n;
+	return (ssize_t)n;
+}
+
+void zst_out_drop(struct zst_out *z)
+{
+	z->sealed = 0;
+}
+
+int zst_out_write(struct zst_out *z, int fd, uint64_t *written)
+{
+	size_t off = 0, n = z->sealed;
+
+	z->sealed = 0;
 	while (off < n) {
 		ssize_t w = write(fd, z->frame + off, n - off);
 
@@ -111,6 +127,13 @@ int zst_out_flush(struct zst_out *z, int fd, uint64_t *written)
 			*written += (uint64_t)w;
 	}
 	return 0;
+}
+
+int zst_out_flush(struct zst_out *z, int fd, uint64_t *written)
+{
+	ssize_t n = zst_out_seal(z);
+
+	return n < 0 ? (int)n : zst_out_write(z, fd, written);
 }
 
 /* ---- reading ---- */

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define DUMPZST_EVERY_NS  1000000000ull
 #define DUMPZST_MAX_BYTES (1u << 20)
@@ -32,6 +33,14 @@ int zst_out_add(struct zst_out *z, const char *text, size_t len);
  * counted); 0 (nothing to write too) or -errno
  */
 int zst_out_flush(struct zst_out *z, int fd, uint64_t *written);
+/*
+ * The same in two steps, to see a frame's size before it is written: the records added so far
+ * compressed into one frame (its bytes, 0 if none, or -errno; the records are gone either way),
+ * then written (0 or -errno) or dropped
+ */
+ssize_t zst_out_seal(struct zst_out *z);
+int zst_out_write(struct zst_out *z, int fd, uint64_t *written);
+void zst_out_drop(struct zst_out *z);
 /* the most the next frame can take on disk with len more bytes of records in it */
 size_t zst_out_bound(const struct zst_out *z, size_t len);
 /* the bytes of records added since the last frame */

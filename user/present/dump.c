@@ -493,6 +493,18 @@ static int other_version(json_t *rec, json_int_t format, const char *path, int l
 	return 0;
 }
 
+/* the header's check (header: it was read, its format in *format), or the others' */
+static int format_bad(json_t *rec, bool header, json_int_t *format, const char *path, int lineno,
+		      char *err, size_t errlen)
+{
+	if (header)
+		return other_version(rec, *format, path, lineno, err, errlen);
+	if (header_bad(rec, path, lineno, err, errlen))
+		return -1;
+	*format = json_integer_value(json_object_get(rec, "nccltrace"));
+	return 0;
+}
+
 /*
  * How the reading of f ended, after lineno lines: a read error (a corrupt compressed frame) is
  * -1 with why in err; a compressed dump cut inside its last frame is told once
@@ -581,15 +593,8 @@ static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *
 			rc = -1;
 			break;
 		}
-		/* the first record, even after blank lines */
-		if (!header && header_bad(rec, path, lineno, err, errlen)) {
-			json_decref(rec);
-			rc = -1;
-			break;
-		}
-		if (!header)
-			format = json_integer_value(json_object_get(rec, "nccltrace"));
-		else if (other_version(rec, format, path, lineno, err, errlen)) {
+		/* the first record (even after blank lines) the header, the others of its format */
+		if (format_bad(rec, header, &format, path, lineno, err, errlen)) {
 			json_decref(rec);
 			rc = -1;
 			break;

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Command-line parsing for every subcommand (cli.h), and their --help texts. Over 700 lines on
+ * purpose: most of it is the help texts and the option tables, read top to bottom; the parsers
+ * share trace_opt() and its checks, which a split would export as internals.
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

@@ -6,6 +6,7 @@
 # rendered by headless Chromium when there is one. Times and byte counts are printed %.0f: mawk,
 # Debian's awk, prints %d of anything past 2^31 as 2147483647.
 #   scripts/bench-postmortem.sh [RANKS] [HOURS] [COLLECTIVES_PER_S]
+# KEEP=DIR keeps the dump and the page there.
 set -eu
 cd "$(dirname "$0")/.."
 RANKS=${1:-8}
@@ -64,8 +65,15 @@ t "report --html" "$NT" report --html "$W/long.html" "$D"
 echo "html: $(du -h "$W/long.html" | cut -f1)"
 CHROMIUM=$(command -v chromium || true)
 if [ -n "$CHROMIUM" ]; then
-	t "chromium render" timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
-		--dump-dom "file://$W/long.html"
-	echo "rows rendered: $(timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
-		--dump-dom "file://$W/long.html" 2>/dev/null | grep -o 'class="row"' | wc -l)"
+	# the browser's start and the page's own time: its script's end, layout done
+	/usr/bin/time -f "chromium render: %e s, %M KiB peak RSS" timeout 120 "$CHROMIUM" \
+		--headless --no-sandbox --disable-gpu --dump-dom "file://$W/long.html" \
+		>"$W/dom.html" 2>"$W/time" || { cat "$W/time"; exit 1; }
+	tail -1 "$W/time"
+	echo "page drawn in: $(grep -o 'data-drawn-ms="[0-9]*"' "$W/dom.html" | grep -o '[0-9]*') ms"
+	echo "rows rendered: $(grep -o 'class="row"' "$W/dom.html" | wc -l)"
+fi
+if [ -n "${KEEP:-}" ]; then
+	mkdir -p "$KEEP"
+	cp "$D" "$W/long.html" "$KEEP/"
 fi

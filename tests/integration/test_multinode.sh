@@ -5,8 +5,9 @@
 # split 2+2+2 in which rank 3 (host b) sleeps. Alone, no host's tracer can name it (host b's rank
 # 2 waits on host a, host c's on host b). `watch` over the three tracers' /state names rank 3 on
 # host b within threshold + 2 s of the wait's start, with host b's evidence; the merged `report`
-# of the three dumps names it too; /metrics passes promtool; the token and listen rules hold.
-# checks: 34
+# of the three dumps names it too, its page the ranks under their hosts' rows, each with its heat
+# map; /metrics passes promtool; the token and listen rules hold.
+# checks: 37
 . "$(dirname "$0")/lib.sh"
 [ -n "${KEEP_TMP:-}" ] && at_exit "cp -r $TMP /tmp/mn-keep"
 
@@ -192,6 +193,26 @@ check convert_hosts "process names: $(jq -c '[.traceEvents[] | select(.name=="pr
 "$NT" report --html "$TMP/r.html" "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl" >/dev/null
 check html_stall_row "stalls (row, from, to, finding): $(grep -oE '"stalls":\[(\[[^]]*\],?)*\]' "$TMP/r.html" | head -c 300); rows: $(grep -o '"ranks":\[[^]]*\]' "$TMP/r.html" | grep -o '"rank":[0-9-]*' | tr '\n' ' '); findings: $(kind_ranks "$("$NT" report --json "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl" | jq -c '.findings')")" -- \
 	grep -q '"stalls":\[\[3,' "$TMP/r.html"
+# every host's ranks in the text report's strips too, each on one grid
+out=$("$NT" report "$TMP/a.jsonl" "$TMP/b.jsonl" "$TMP/c.jsonl")
+check report_strips_hosts "strips: $(grep -E '^  rank [0-9]' <<<"$out" | grep '|' | head -8)" -- \
+	test "$(grep -cE '^  rank [0-5]( #[0-9]+)* +\|' <<<"$out")" -eq 6
+CHROMIUM=$(command -v chromium || command -v chromium-browser)
+if [ -n "$CHROMIUM" ]; then
+	dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$TMP/r.html" 2>/dev/null)
+	# the rows under their host's header row, in the dumps' order: "H host-a", "R 0 host-a", ...
+	seq=$(grep -oE 'class="(host" data-host="[^"]*|row" data-rank="[0-9]+" data-host="[^"]*)"' <<<"$dom" |
+		sed -E 's/class="host" data-host="([^"]*)"/H \1/; s/class="row" data-rank="([0-9]+)" data-host="([^"]*)"/R \1 \2/')
+	check html_host_groups "$(tr '\n' ';' <<<"$seq")" -- bash -c '
+		test "$(grep -c "^H " <<<"$1")" -eq 3 && test "$(grep -c "^R " <<<"$1")" -eq 6 &&
+		awk "/^H /{h=\$2; n++} /^R /{if (\$3 != h) bad=1} END{exit bad || n != 3}" <<<"$1" &&
+		test "$(grep "^H " <<<"$1" | cut -d" " -f2 | paste -sd,)" = "$(jq -r "[.merged.dumps[].host] | join(\",\")" <<<"$2")"' _ "$seq" "$RS"
+	# every host's rows have their heat map, each on the one axis
+	check html_heat_every_host "rows with a heat map: $(sed 's/class="row"/\n&/g' <<<"$dom" | grep '^class="row"' | grep -c '<canvas class="heat"')" -- \
+		test "$(sed 's/class="row"/\n&/g' <<<"$dom" | grep '^class="row"' | grep -c '<canvas class="heat"')" -eq 6
+else
+	skip_n 2 html_rendered "no chromium here (scripts/install-deps.sh installs it)"
+fi
 
 # /metrics of host b, by promtool's rules
 if command -v promtool >/dev/null; then

@@ -4,16 +4,18 @@
 # collectives, --collectives): the text report's rank timelines, the Perfetto trace (valid,
 # complete, slices never overlapping on a track, in time order), and the HTML timeline rendered
 # by a real headless Chromium (its DOM: one row per rank, the stall on the culprit's row, the
-# heat map of bytes moved under the phases, with a gap on the culprit's row; the wait-for graph
-# at the finding, the culprit its root, its waiters the nodes).
-# checks: 30
+# heat map of bytes moved under the phases, with a gap on the culprit's row; the stall's red span
+# at the fault's time, amber spans on the rows that waited, exit marks; the wait-for graph at the
+# finding, the culprit its root, its waiters the nodes, its edges' evidence; a rank's
+# connections with their sparklines, the time cursor, both from the page's address).
+# checks: 37
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
 need_fixture postmortem "$NJ" || end_checks
 D=$TMP/pm.jsonl
 "$NT" run --no-tui -t 2 --collectives --dump "$D" -- "$NJ" --ranks 3 --iters 20 \
-	--fault in-collective --fault-rank 1 --fault-for 3 >/dev/null 2>&1
+	--fault in-collective --fault-rank 1 --fault-for 3 >"$TMP/pm.out" 2>&1
 
 # --- report: what ran, findings, each rank's timeline and connections ---
 out=$("$NT" report "$D")
@@ -79,7 +81,8 @@ if [ -z "$CHROMIUM" ]; then
 	skip_rest html_rendered "no chromium here (scripts/install-deps.sh installs it)"
 	end_checks
 fi
-dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H" 2>/dev/null)
+# (a line: hover texts hold newlines)
+dom=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H" 2>/dev/null | tr '\n' ' ')
 check html_rows "rows in the rendered page: $(grep -o 'class="row" data-rank="[0-9]*"' <<<"$dom" | tr '\n' ' ')" -- \
 	test "$(grep -o 'class="row" data-rank="[0-9]*"' <<<"$dom" | tr '\n' ' ')" = 'class="row" data-rank="0" class="row" data-rank="1" class="row" data-rank="2" '
 check html_stall_on_culprit "the stall is not on rank 1's row" -- \
@@ -105,4 +108,37 @@ check html_wait_graph "graph: ${wfg:0:600}" -- bash -c '
 		tr -d "\"" | tr "," "\n" | sort -n | paste -sd,)" = 0,2' _ "$wfg"
 check html_heat_gap "rank 1's heat columns: $(heat_cols 1)" -- \
 	awk '{ if (NF >= 2 && $NF - $1 + 1 > NF) ok = 1 } END { exit !ok }' <<<"$(heat_cols 1)"
+# the spans: red on the culprit's row from when the wait began, within a snapshot (1 s) of the
+# fault (the job's marker, on the dump's clock); amber on each row that waited on it, the same
+# span; a mark where each rank exited
+row_of() { sed 's/class="row"/\n&/g' <<<"$1" | grep "^class=\"row\" data-rank=\"$2\""; }
+span_s() { grep -o "class=\"$2\" data-finding=\"1\" data-s=\"[0-9.]*\" data-t=\"[0-9.]*\"" <<<"$1" |
+	head -1 | sed -E 's/.*data-s="([0-9.]*)" data-t="([0-9.]*)"/\1 \2/'; }
+export -f row_of span_s
+fault_s=$(awk -v m="$(marker_ns "$TMP/pm.out")" -v h="$(head -1 "$D" | jq -r '"\(.boot_to_realtime_ns) \(.start_ns)"')" \
+	'BEGIN { split(h, x, " "); printf "%.3f", (m - x[1] - x[2]) / 1e9 }')
+red=$(span_s "$(row_of "$dom" 1)" stall)
+check html_stall_time "red span ${red:-none} s, fault at $fault_s s" -- \
+	awk -v r="$red" -v f="$fault_s" 'BEGIN { split(r, x, " "); d = x[1] - f; exit !(r != "" && d < 1.0 && d > -1.0 && x[2] > x[1]) }'
+check html_wait_amber "amber spans: rank 0 $(span_s "$(row_of "$dom" 0)" wait), rank 2 $(span_s "$(row_of "$dom" 2)" wait), rank 1 $(span_s "$(row_of "$dom" 1)" wait)" -- \
+	bash -c 'test "$(span_s "$(row_of "$1" 0)" wait)" = "$2" -a "$(span_s "$(row_of "$1" 2)" wait)" = "$2" -a -z "$(span_s "$(row_of "$1" 1)" wait)"' _ "$dom" "$red"
+check html_exit_marks "marks: $(grep -o 'class="mark[^"]*"[^>]*title="[^"]*"' <<<"$dom" | tr '\n' ';')" -- \
+	test "$(grep -o 'class="mark" data-s="[0-9.]*" title="exited with status 0 at [^"]*"' <<<"$dom" | wc -l)" -eq 3
+# the graph's edges carry the finding's evidence on hover
+ev1=$("$NT" report --json "$D" | jq -r '.findings[0].evidence[0]' | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g')
+check html_edge_evidence "edge titles: $(grep -o '<g class="edge"[^>]*><title>[^<]*' <<<"$wfg" | head -c 400)" -- \
+	bash -c 'grep -o "<g class=\"edge\"[^>]*><title>[^<]*" <<<"$1" | grep -qF -- "$2"' _ "$wfg" "$ev1"
+# the address opens a rank's connections (#rank=1: each with its sparkline) and puts the
+# time cursor (#t=S): the finding open then is outlined, its edges say how long by then
+mid=$(awk -v r="$red" 'BEGIN { split(r, x, " "); printf "%.2f", (x[1] + x[2]) / 2 }')
+dom2=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H#rank=1&t=$mid" 2>/dev/null | tr '\n' ' ')
+panel=$(grep -o '<div class="conns" data-rank="1">.*' <<<"$dom2" | sed 's/<div class="row".*//')
+check html_rank_conns "panel: ${panel:0:500}" -- bash -c '
+	test "$(grep -o "<div class=\"conn\" data-conn=\"[0-9a-f]*\"><svg class=\"spark\"[^>]*><polyline points=\"[0-9., ]*\"" <<<"$1" | wc -l)" -ge 2 &&
+	grep -q "127.0.0.1:[0-9]* -&gt; 127.0.0.1:[0-9]* (peer pid [0-9]*)" <<<"$1"' _ "$panel"
+check html_cursor_on "cursor at $mid: $(grep -o 'id="cursor" data-s="[0-9.]*"' <<<"$dom2"), finding: $(grep -o 'class="finding[^"]*"' <<<"$dom2")" -- bash -c '
+	grep -q "class=\"finding[a-z ]* at-cursor\" id=\"f1\"" <<<"$1" && grep -q "<text class=\"what\"[^>]*>[^<]*; at [0-9.]* s: waiting" <<<"$1"' _ "$dom2"
+dom3=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H#t=0.05" 2>/dev/null | tr '\n' ' ')
+check html_cursor_off "before the stall: $(grep -o 'class="finding[^"]*"' <<<"$dom3")" -- bash -c '
+	grep -q "class=\"finding[a-z ]*\" id=\"f1\"" <<<"$1" && ! grep -q "class=\"finding[a-z ]*at-cursor" <<<"$1" && ! grep -q "; at [0-9.]* ms: waiting" <<<"$1"' _ "$dom3"
 end_checks

@@ -119,13 +119,83 @@ static void test_moved_per_process(void **state)
 	dump_conns_free(&d);
 }
 
+/* a merged report's ranks on one grid: the same grid unchanged, another's by time shared */
+static void test_resample(void **state)
+{
+	double v[4] = {100, 200, 0, 400}, out[6];
+
+	(void)state;
+	heat_resample(v, 4, 10, 2, out, 4, 10, 2);
+	for (int i = 0; i < 4; i++)
+		assert_float_equal(out[i], v[i], 1e-9);
+	/* a grid starting 2 s earlier, columns of 1 s: nothing before, halves of v's columns */
+	heat_resample(v, 4, 10, 2, out, 6, 8, 1);
+	assert_float_equal(out[0], 0, 1e-9);
+	assert_float_equal(out[1], 0, 1e-9);
+	assert_float_equal(out[2], 100, 1e-9);
+	assert_float_equal(out[3], 100, 1e-9);
+	assert_float_equal(out[4], 200, 1e-9);
+	/* columns of 3 s from 11 s: [11,14) is half of 100, all of 200's second half... */
+	heat_resample(v, 4, 10, 2, out, 2, 11, 3);
+	assert_float_equal(out[0], (100 * 1 + 200 * 2) / 3.0, 1e-9);
+	assert_float_equal(out[1], (0 * 2 + 400 * 1) / 3.0, 1e-9);
+}
+
+/* a snapshot at t seconds with one connection that has sent `sent` bytes */
+static json_t *snap_at(double t, long long sent)
+{
+	return json_pack("{s:s,s:I,s:[{s:s,s:i,s:i,s:s,s:s,s:I,s:I}]}", "type", "snapshot", "ts_ns",
+			 (json_int_t)(1000000000000LL + (long long)(t * 1e9)), "conns", "id",
+			 "ffffa", "pid", 10, "peer_pid", 11, "src", "10.0.0.1:40000", "dst",
+			 "10.0.0.2:50000", "bytes_sent", (json_int_t)sent, "bytes_recv",
+			 (json_int_t)0);
+}
+
+/*
+ * Each connection's columns: a second each at first, what moved between two snapshots spread
+ * over the time between them, the first snapshot's count in none, and the columns doubled (pairs
+ * summed) when the dump outgrows them, every byte still counted
+ */
+static void test_conn_columns(void **state)
+{
+	struct dump_conns d = {.cols = true};
+	double sum = 0;
+
+	(void)state;
+	take(&d, snap_at(0, 5000)); /* moved before the dump */
+	assert_int_equal(dump_conns_ncols(&d), 1);
+	assert_null(d.v[0].col);
+	take(&d, snap_at(1, 6000));
+	take(&d, snap_at(2, 8000));
+	assert_string_equal(d.v[0].src, "10.0.0.1:40000");
+	assert_int_equal(d.v[0].peer_pid, 11);
+	assert_float_equal(d.col_s, 1, 1e-9);
+	assert_float_equal(d.v[0].col[0], 1000, 1e-6);
+	assert_float_equal(d.v[0].col[1], 2000, 1e-6);
+	/* thinned: one snapshot 10 s later, 100 bytes a second in between */
+	take(&d, snap_at(12, 9000));
+	for (int i = 2; i < 12; i++)
+		assert_float_equal(d.v[0].col[i], 100, 1e-6);
+	assert_int_equal(dump_conns_ncols(&d), 13);
+	/* 40 s in: past 32 columns of 1 s, now 32 of 2 s, the pairs summed */
+	take(&d, snap_at(40, 9000 + 28 * 50));
+	assert_float_equal(d.col_s, 2, 1e-9);
+	assert_float_equal(d.v[0].col[0], 3000, 1e-6);
+	assert_float_equal(d.v[0].col[1], 200, 1e-6);
+	assert_float_equal(d.v[0].col[19], 100, 1e-6); /* 38-40 s: 50 a second */
+	assert_int_equal(dump_conns_ncols(&d), 21);
+	for (int i = 0; i < DUMP_CONN_COLS; i++)
+		sum += d.v[0].col[i];
+	assert_float_equal(sum, 9000 + 28 * 50 - 5000, 1e-6);
+	dump_conns_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_columns_per_second),
-		cmocka_unit_test(test_strip_heights),
-		cmocka_unit_test(test_utf8_locale),
-		cmocka_unit_test(test_moved_per_process),
+		cmocka_unit_test(test_columns_per_second), cmocka_unit_test(test_strip_heights),
+		cmocka_unit_test(test_utf8_locale),	   cmocka_unit_test(test_moved_per_process),
+		cmocka_unit_test(test_conn_columns),	   cmocka_unit_test(test_resample),
 	};
 
 	return cmocka_run_group_tests_name("heat", tests, NULL, NULL);

@@ -8,12 +8,22 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * With columns on, each connection's bytes moved over the dump, in DUMP_CONN_COLS columns of one
+ * width for every connection: one second at first, doubled (each pair of columns summed) when
+ * the dump outgrows them. Memory is bounded by the connections, not the hours.
+ */
+#define DUMP_CONN_COLS 32
 
 struct dump_conn {
 	char id[24];
-	int pid;
+	int pid, peer_pid;
+	char src[48], dst[48];
 	long long sent, recv, retrans;
-	int mi; /* its process's dump_moved, -1 before it moved anything */
+	int mi;	     /* its process's dump_moved, -1 before it moved anything */
+	double *col; /* [DUMP_CONN_COLS] bytes moved in each column, with columns on */
 };
 
 /* the bytes a process's connections moved, sent and received, as the snapshots came */
@@ -28,12 +38,17 @@ struct dump_conns {
 	int n, cap;
 	struct dump_moved *m;
 	int nm, capm;
-	int hint; /* where the next connection is looked for first */
+	int hint;		 /* where the next connection is looked for first */
+	bool cols;		 /* set before the first update: keep each connection's columns */
+	uint64_t t0_ns, last_ns; /* the first snapshot's time, the last one's */
+	double col_s;		 /* a column's width */
 };
 
 /*
  * Take the connections of a snapshot record; 0 or -ENOMEM. A connection's counts that went
- * down are a new connection under an old id: all it counts is moved.
+ * down are a new connection under an old id: all it counts is moved. With columns on, what a
+ * connection moved since the last snapshot is spread evenly over the time between the two (the
+ * first snapshot's in its first column).
  */
 int dump_conns_update(struct dump_conns *d, json_t *snapshot);
 
@@ -43,6 +58,8 @@ struct dump_conn_sum {
 };
 
 struct dump_conn_sum dump_conns_of(const struct dump_conns *d, int pid);
+/* how many columns hold the dump so far (0 before the first snapshot) */
+int dump_conns_ncols(const struct dump_conns *d);
 void dump_conns_free(struct dump_conns *d);
 
 #endif /* NT_DUMPCONNS_H */

@@ -88,6 +88,24 @@ bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int n
 	return true;
 }
 
+void heat_resample(const double *v, int n, double from_s, double col_s, double *out, int nout,
+		   double ofrom_s, double ocol_s)
+{
+	for (int o = 0; o < nout; o++) {
+		double a = ofrom_s + o * ocol_s, b = a + ocol_s, sum = 0;
+		int i = col_s > 0 ? (int)((a - from_s) / col_s) : n;
+
+		for (i = i > 0 ? i : 0; i < n && from_s + i * col_s < b; i++) {
+			double lo = from_s + i * col_s > a ? from_s + i * col_s : a,
+			       hi = from_s + (i + 1) * col_s < b ? from_s + (i + 1) * col_s : b;
+
+			if (hi > lo)
+				sum += v[i] * (hi - lo);
+		}
+		out[o] = ocol_s > 0 ? sum / ocol_s : 0;
+	}
+}
+
 void heat_strip(const double *v, int n, double max, bool utf8, char *out, size_t len)
 {
 	static const char *const blocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};

@@ -41,6 +41,14 @@ int heat_add(struct heat *h, int pid, uint64_t ts_ns, long long total);
 bool heat_columns(const struct heat *h, int pid, uint64_t t0, uint64_t t1, int ncols, double *out);
 
 /*
+ * Rates v[n] in columns of col_s from from_s, as the rates of nout columns of ocol_s from ofrom_s
+ * (the time each column of out shares with each of v's, weighted; 0 where v has none): the strips
+ * of ranks whose dumps began at different times, on one grid. Identity on the same grid.
+ */
+void heat_resample(const double *v, int n, double from_s, double col_s, double *out, int nout,
+		   double ofrom_s, double ocol_s);
+
+/*
  * One strip: v[n] against max, a character a column. Nothing moved: ' '; else one of 8
  * heights, at least the lowest ("▁▂▃▄▅▆▇█" in UTF-8, ".:-=+*#@" in ASCII); blank throughout
  * if max <= 0. out holds up to len bytes, NUL-terminated, whole characters only (3 bytes a

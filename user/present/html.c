@@ -55,9 +55,13 @@ json_t *html_data(json_t *report, json_t *trace, json_t *finding_events)
 		double open[MAX_LANES + 8];
 		int depth = 0;
 
-		json_array_append_new(rows, json_pack("{s:I,s:I,s:O?,s:O?}", "rank", rank, "pid",
-						      pid, "ended", json_object_get(r, "ended"),
-						      "progress", json_object_get(r, "progress")));
+		json_array_append_new(rows,
+				      json_pack("{s:I,s:I,s:O?,s:O?,s:O?,s:O?,s:O?}", "rank", rank,
+						"pid", pid, "ended", json_object_get(r, "ended"),
+						"ended_s", json_object_get(r, "ended_s"), "host",
+						json_object_get(r, "host"), "progress",
+						json_object_get(r, "progress"), "conns",
+						json_object_get(r, "conn_progress")));
 		/* the main thread's phases, with their nesting depth (slices come in time order) */
 		json_array_foreach(ev, i, e)
 		{
@@ -139,6 +143,23 @@ static const char page_head[] =
 	".stall{position:absolute;top:0;bottom:0;background:rgba(220,0,0,.18);"
 	"border-left:2px solid #d00;border-right:2px solid #d00;cursor:pointer}\n"
 	".stall.global{background:rgba(220,120,0,.12)}\n"
+	".wait{position:absolute;top:0;bottom:0;background:rgba(235,160,0,.16);"
+	"border-left:2px solid #e9a000}\n"
+	".mark{position:absolute;top:0;bottom:0;width:0;border-left:2px dashed #555;"
+	"font-size:10px;color:#555;padding-left:2px;white-space:nowrap}\n"
+	".mark.killed{border-left-color:#d00;color:#d00}\n"
+	".host{padding:3px 6px;background:#eef2f7;border-top:1px solid #ccd;font-weight:600;"
+	"font-family:monospace}\n"
+	".label{cursor:pointer}.label:hover{background:#eef}\n"
+	"#cursor{position:absolute;top:0;bottom:0;border-left:1px solid #000;z-index:5;"
+	"pointer-events:none}\n#cursor span{position:absolute;top:-16px;left:2px;font-size:11px;"
+	"background:#fff;padding:0 2px;white-space:nowrap}\n"
+	".conns{padding:4px 8px 6px 160px;background:#f7f9fc;border-top:1px solid #eee;"
+	"font-family:monospace;font-size:12px}\n.conns .conn{display:flex;gap:10px;"
+	"align-items:center}\n.spark polyline{fill:none;stroke:#1e6ec8;stroke-width:1.2}\n"
+	".spark{background:#fff;border:1px solid #dde}\n"
+	".finding.at-cursor{outline:2px solid #d00}"
+	".wfg line.hit{stroke:transparent;stroke-width:10}\n"
 	".axis{position:relative;height:18px;margin-left:150px;font-size:11px;color:#666}\n"
 	".tick{position:absolute;top:0;border-left:1px solid #bbb;padding-left:2px}\n"
 	".finding{border:1px solid #ddd;border-left:4px solid #d00;padding:6px 10px;margin:6px 0}\n"
@@ -152,7 +173,8 @@ static const char page_head[] =
 	".legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\n"
 	"</style></head><body>\n"
 	"<h1>nccltrace report</h1>\n<p class=\"meta\" id=\"meta\"></p>\n"
-	"<div class=\"axis\" id=\"axis\"></div>\n<div id=\"timeline\"></div>\n"
+	"<div class=\"axis\" id=\"axis\"></div>\n<div id=\"timeline\"><div id=\"cursor\" "
+	"hidden><span></span></div></div>\n"
 	"<p class=\"legend\" id=\"legend\"></p>\n"
 	"<h2>Findings</h2>\n<div id=\"findings\"></div>\n"
 	"<script id=\"data\" type=\"application/json\">";
@@ -171,12 +193,30 @@ static const char page_tail[] =
 	"document.getElementById('meta').textContent = (D.cmd || []).join(' ') + '  \\u2014  host '"
 	" + (D.host || '?') + ', ' + fmt(D.end_s) + ' traced, exit status ' +"
 	" (D.exit_status === undefined ? '(none: the tracer did not finish)' : D.exit_status);\n"
-	"const tl = document.getElementById('timeline'), rows = [];\n"
-	"D.ranks.forEach(r => { const row = el('div', 'row'); row.dataset.rank = r.rank;"
-	" const lab = el('div', 'label', 'rank ' + r.rank); lab.appendChild(el('br'));"
+	/* a row per rank, grouped by host under a header row where there are several; the
+	 * label opens the rank's connections */
+	"const tl = document.getElementById('timeline'), rows = [], rowOf = new Map();\n"
+	"const hosts = [...new Set(D.ranks.map(r => r.host).filter(h => h))];\n"
+	"const order = D.ranks.map((r, k) => k); if (hosts.length > 1) order.sort((a, b) =>"
+	" hosts.indexOf(D.ranks[a].host) - hosts.indexOf(D.ranks[b].host) || a - b);\n"
+	"let lastHost;\n"
+	"order.forEach(k => { const r = D.ranks[k]; if (hosts.length > 1 && r.host !== lastHost) {"
+	" lastHost = r.host; const n = D.ranks.filter(x => x.host === r.host).length;"
+	" const h = el('div', 'host', 'host ' + r.host + ' (' + n + (n > 1 ? ' ranks)' : ' "
+	"rank)'));"
+	" h.dataset.host = r.host; tl.appendChild(h); }"
+	" const row = el('div', 'row'); row.dataset.rank = r.rank; if (r.host) row.dataset.host ="
+	" r.host; const lab = el('div', 'label', 'rank ' + r.rank); lab.appendChild(el('br'));"
 	" lab.appendChild(el('small', null, 'pid ' + r.pid + (r.ended ? ', ' + r.ended : '')));"
+	" lab.title = 'its connections'; lab.onclick = () => toggleConns(k);"
 	" row.appendChild(lab); const tr = el('div', 'track'); row.appendChild(tr);"
-	" tl.appendChild(row); rows.push(tr); });\n"
+	" tl.appendChild(row); rows[k] = tr; if (!rowOf.has(r.rank)) rowOf.set(r.rank, k); });\n"
+	/* where each rank ended: exited, or killed (red) */
+	"D.ranks.forEach((r, k) => { if (typeof r.ended_s !== 'number') return;"
+	" const m = el('div', 'mark' + (/signal/.test(r.ended || '') ? ' killed' : ''),"
+	" /signal/.test(r.ended || '') ? 'killed' : 'exit'); m.style.left = pct(r.ended_s);"
+	" m.dataset.s = r.ended_s.toFixed(3); m.title = (r.ended || 'ended') + ' at ' +"
+	" fmt(r.ended_s); rows[k].appendChild(m); });\n"
 	/* the heat map under the phases: one canvas a row, a pixel a column, stretched: where the
 	 * rank's connections moved bytes, the darker the more against the job's most; nothing
 	 * where nothing moved; the column's rate on hover (one element a row: 512 rows load) */
@@ -197,13 +237,21 @@ static const char page_tail[] =
 	" e.style.left = pct(s); e.style.width = pct(d); e.style.top = (4 + 12 * depth) + 'px';"
 	" e.style.background = color(name); e.title = name + ': ' + fmt(d) + ' from ' + fmt(s);"
 	" rows[r].appendChild(e); names.add(name); });\n"
+	/* each finding's span on its culprit's row (red), and on each rank that waited on it
+	 * (amber): from when the wait began to its close */
 	"D.stalls.forEach(([r, s, t, id]) => { const f = D.findings.find(x => x.id === id) || {};"
 	" const e = el('div', 'stall' + (r < 0 ? ' global' : '')); e.dataset.finding = id;"
+	" e.dataset.s = s.toFixed(3); e.dataset.t = t.toFixed(3);"
 	" e.style.left = pct(s); e.style.width = pct(Math.max(t - s, 0));"
 	" e.title = (f.kind || '') + ': ' + (f.summary || '');"
-	" e.onclick = () => document.getElementById('f' + id).scrollIntoView();"
+	" e.onclick = () => { setCursor(s); document.getElementById('f' + id).scrollIntoView(); };"
 	" if (r >= 0) rows[r].appendChild(e); else { e.style.position = 'absolute';"
-	" tl.appendChild(e); } });\n"
+	" tl.appendChild(e); }"
+	" (f.waiter_ranks || []).forEach(w => { const k = rowOf.get(w); if (w === f.rank ||"
+	" k === undefined || k === r) return; const a = el('div', 'wait'); a.dataset.finding = id;"
+	" a.dataset.s = s.toFixed(3); a.dataset.t = t.toFixed(3); a.style.left = pct(s);"
+	" a.style.width = pct(Math.max(t - s, 0)); a.title = 'rank ' + w + ' waits on rank ' +"
+	" f.rank + ': ' + (f.summary || ''); rows[k].appendChild(a); }); });\n"
 	"const ax = document.getElementById('axis'), step = (() => { const t = D.end_s / 8;"
 	" const p = Math.pow(10, Math.floor(Math.log10(Math.max(t, 1e-6))));"
 	" return [1, 2, 5, 10].map(m => m * p).find(m => m >= t); })();\n"
@@ -262,8 +310,13 @@ static const char page_tail[] =
 	" nodes.forEach((n, i) => { const y = 22 + 46 * i, w = sv('g', {class: 'node waiter',"
 	" 'data-ranks': n.ranks.join(',')}); w.appendChild(sv('rect', {x: 4, y: y - 14, width: 230,"
 	" height: 28, rx: 4})); w.appendChild(sv('text', {x: 12, y: y + 4}, n.label));"
-	" g.appendChild(w); g.appendChild(sv('line', {x1: 234, y1: y, x2: 520, y2: h / 2}));"
-	" g.appendChild(sv('text', {x: 244, y: y + (y < h / 2 ? -4 : 14)}, n.what)); });"
+	" g.appendChild(w); const ed = sv('g', {class: 'edge', 'data-ranks': n.ranks.join(',')});"
+	" ed.appendChild(sv('title', {}, n.label + ' waits on rank ' + f.rank + ': ' + n.what +"
+	" (f.evidence || []).map(x => '\\n' + x).join('')));"
+	" ed.appendChild(sv('line', {x1: 234, y1: y, x2: 520, y2: h / 2}));"
+	" ed.appendChild(sv('line', {class: 'hit', x1: 234, y1: y, x2: 520, y2: h / 2}));"
+	" const tx = sv('text', {class: 'what', x: 244, y: y + (y < h / 2 ? -4 : 14)}, n.what);"
+	" tx.dataset.base = n.what; ed.appendChild(tx); g.appendChild(ed); });"
 	" return g; }\n"
 	"D.findings.forEach(f => { const b = el('div', 'finding' + (f.event === 'close' ? ' closed'"
 	" : '')); b.id = 'f' + f.id; const h = el('div'); h.appendChild(el('span', 'k',"
@@ -277,6 +330,51 @@ static const char page_tail[] =
 	" ul.appendChild(el('li', 'hyp', (i ? 'or: ' : 'likely: ') + x))); b.appendChild(ul);"
 	" const wg = waitGraph(f); if (wg) b.insertBefore(wg, ul);"
 	" fl.appendChild(b); });\n"
+	/* the time cursor, shared by the rows and the graphs: where the mouse is over the
+	 * timeline (or a span clicked, or #t=SECONDS in the address); each finding open then is
+	 * outlined, and its graph's edges say how long its waiters had waited by then */
+	"const cur = document.getElementById('cursor');\n"
+	"function setCursor(t) { t = Math.max(0, Math.min(t, D.end_s)); cur.hidden = false;"
+	" cur.style.left = 'calc(150px + (100% - 150px) * ' + (t / Math.max(D.end_s, 1e-9)) + ')';"
+	" cur.dataset.s = t.toFixed(3); cur.firstChild.textContent = fmt(t);"
+	" D.stalls.forEach(([r, s, e, id]) => { const b = document.getElementById('f' + id);"
+	" if (!b) return; const on = s <= t && t <= e; b.classList.toggle('at-cursor', on);"
+	" b.querySelectorAll('.wfg text.what').forEach(x => x.textContent = x.dataset.base +"
+	" (on ? '; at ' + fmt(t) + ': waiting ' + fmt(t - s) : '')); }); }\n"
+	"tl.addEventListener('mousemove', e => { const b = tl.getBoundingClientRect(),"
+	" x = e.clientX - b.left - 150; if (x >= 0 && b.width > 150) setCursor(D.end_s * x /"
+	" (b.width - 150)); });\n"
+	/* a rank's connections under its row: the busiest, each with its bytes a second as a
+	 * sparkline over the dump */
+	"const mib = b => (b / 1048576).toFixed(1) + ' MiB';\n"
+	"function toggleConns(k) { const r = D.ranks[k], row = rows[k].parentNode,"
+	" open = row.nextSibling && row.nextSibling.className === 'conns' ? row.nextSibling : null;"
+	" if (open) { open.remove(); return; } const p = el('div', 'conns'); p.dataset.rank = "
+	"r.rank;"
+	" const cp = r.conns, cs = cp ? cp.conns : [];"
+	" if (!cs.length) p.appendChild(el('div', null, 'rank ' + r.rank + ': no connection moved"
+	" bytes in the dump'));"
+	" else p.appendChild(el('div', null, 'rank ' + r.rank + ', its busiest connections:"
+	" bytes a second from ' + fmt(cp.from_s) + ' to ' + fmt(cp.from_s + cp.column_s *"
+	" cs[0].bytes_per_s.length) + ', ' + fmt(cp.column_s) + ' a point'));"
+	" const top = cs.reduce((m, c) => c.bytes_per_s.reduce((a, v) => v > a ? v : a, m), 1);"
+	" cs.forEach(c => { const d = el('div', 'conn'); d.dataset.conn = c.id;"
+	" const n = c.bytes_per_s.length, g = sv('svg', {class: 'spark', width: 160, height: 22});"
+	" g.appendChild(sv('polyline', {points: c.bytes_per_s.map((v, i) => (n > 1 ? 160 * i /"
+	" (n - 1) : 0).toFixed(1) + ',' + (21 - 20 * v / top).toFixed(1)).join(' ')}));"
+	" g.appendChild(sv('title', {}, c.bytes_per_s.map(v => mib(v) + '/s').join(' ')));"
+	" d.appendChild(g); d.appendChild(el('span', null, (c.src || '?') + ' -> ' + (c.dst || '?')"
+	" + (c.peer_pid ? ' (peer pid ' + c.peer_pid + ')' : '') + ', ' + mib(c.bytes_sent) +"
+	" ' sent, ' + mib(c.bytes_recv) + ' received')); p.appendChild(d); });"
+	" if (cp && cp.more) p.appendChild(el('div', null, 'and ' + cp.more + ' more'));"
+	" row.after(p); }\n"
+	"const Q = new URLSearchParams(location.hash.slice(1));\n"
+	"if (Q.has('rank')) { const k = rowOf.get(+Q.get('rank')); if (k !== undefined)"
+	" toggleConns(k); }\n"
+	"if (Q.has('t') && isFinite(+Q.get('t'))) setCursor(+Q.get('t'));\n"
+	/* how long the page took, its layout included (benchmarks read it) */
+	"void document.body.offsetHeight; document.body.dataset.drawnMs ="
+	" Math.round(performance.now());\n"
 	"</script>\n</body></html>\n";
 
 /*

@@ -282,24 +282,65 @@ static void print_suppressed(json_t *sup)
 
 #define HEAT_ROWS 64
 
-/* one row's values: a rank's, or the least of a group's (a hang shows in its slowest rank) */
-static int progress_row(json_t *ranks, size_t from, size_t to, double *v)
+/* the strips' grid: from the earliest rank's first column to the latest's last */
+struct grid {
+	double from_s, col_s;
+	int n;
+};
+
+static struct grid progress_grid(json_t *ranks)
 {
-	int n = 0;
+	struct grid g = {0};
+	double to = 0;
+	bool any = false;
+	size_t i;
+	json_t *r;
 
-	for (size_t i = from; i < to; i++) {
-		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
-					    "bytes_per_s");
+	json_array_foreach(ranks, i, r)
+	{
+		json_t *p = json_object_get(r, "progress");
+		double f = json_number_value(json_object_get(p, "from_s")),
+		       c = json_number_value(json_object_get(p, "column_s"));
+		int n = (int)json_array_size(json_object_get(p, "bytes_per_s"));
 
-		if (i == from)
-			n = (int)json_array_size(b);
-		for (int k = 0; k < n && k < REPORT_HEAT_COLS; k++) {
-			double x = json_number_value(json_array_get(b, (size_t)k));
-
-			v[k] = i == from || x < v[k] ? x : v[k];
-		}
+		if (!p || c <= 0 || !n)
+			continue;
+		if (!any || f < g.from_s)
+			g.from_s = f;
+		if (!any || f + n * c > to)
+			to = f + n * c;
+		if (n > g.n)
+			g.n = n;
+		any = true;
 	}
-	return n < REPORT_HEAT_COLS ? n : REPORT_HEAT_COLS;
+	if (!any)
+		return (struct grid){0};
+	g.n = g.n < REPORT_HEAT_COLS ? g.n : REPORT_HEAT_COLS;
+	g.col_s = (to - g.from_s) / g.n;
+	return g;
+}
+
+/*
+ * one row's values on the grid: a rank's, or the least of a group's (a hang shows in its
+ * slowest rank); ranks of one dump share its columns, a merged report's are resampled
+ */
+static void progress_row(json_t *ranks, size_t from, size_t to, const struct grid *g, double *v)
+{
+	for (size_t i = from; i < to; i++) {
+		json_t *p = json_object_get(json_array_get(ranks, i), "progress"),
+		       *b = json_object_get(p, "bytes_per_s");
+		double in[REPORT_HEAT_COLS], x[REPORT_HEAT_COLS];
+		int n = (int)json_array_size(b);
+
+		n = n < REPORT_HEAT_COLS ? n : REPORT_HEAT_COLS;
+		for (int k = 0; k < n; k++)
+			in[k] = json_number_value(json_array_get(b, (size_t)k));
+		heat_resample(in, n, json_number_value(json_object_get(p, "from_s")),
+			      json_number_value(json_object_get(p, "column_s")), x, g->n, g->from_s,
+			      g->col_s);
+		for (int k = 0; k < g->n; k++)
+			v[k] = i == from || x[k] < v[k] ? x[k] : v[k];
+	}
 }
 
 /* "rank 1 #1": a rank, and the findings that name it the culprit */
@@ -327,19 +368,17 @@ static void culprit_label(json_t *r, json_t *rank, char *out, size_t len)
  */
 static void print_progress(json_t *r)
 {
-	json_t *ranks = json_object_get(r, "ranks"), *p, *f;
+	json_t *ranks = json_object_get(r, "ranks"), *f;
 	size_t nr = json_array_size(ranks), per = (nr + HEAT_ROWS - 1) / HEAT_ROWS, i;
 	/* block elements on a UTF-8 terminal; a file or a pipe gets ASCII, for any reader */
 	bool utf8 = isatty(STDOUT_FILENO) &&
 		    heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
-	double v[REPORT_HEAT_COLS], max = 0, col_s, from_s;
+	struct grid g = progress_grid(ranks);
+	double v[REPORT_HEAT_COLS], max = 0, col_s = g.col_s, from_s = g.from_s;
 	char strip[REPORT_HEAT_COLS * 3 + 1], mb[24], mark[REPORT_HEAT_COLS + 1];
-	int ncols;
 
-	if (!nr || !(p = json_object_get(json_array_get(ranks, 0), "progress")))
+	if (!nr || !g.n)
 		return;
-	col_s = json_number_value(json_object_get(p, "column_s"));
-	from_s = json_number_value(json_object_get(p, "from_s"));
 	for (i = 0; i < nr; i++) {
 		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
 					    "bytes_per_s"),
@@ -359,8 +398,8 @@ static void print_progress(json_t *r)
 		char label[32];
 		size_t last = i + per < nr ? i + per : nr;
 
-		ncols = progress_row(ranks, i, last, v);
-		heat_strip(v, ncols, max, utf8, strip, sizeof(strip));
+		progress_row(ranks, i, last, &g, v);
+		heat_strip(v, g.n, max, utf8, strip, sizeof(strip));
 		if (per > 1)
 			snprintf(label, sizeof(label), "ranks %lld-%lld",
 				 (long long)json_integer_value(
@@ -372,9 +411,8 @@ static void print_progress(json_t *r)
 		printf("  %-13s |%s|\n", label, strip);
 	}
 	/* where each finding opened: its number, in the column of its time */
-	ncols = (int)json_array_size(json_object_get(p, "bytes_per_s"));
 	memset(mark, ' ', sizeof(mark));
-	mark[ncols < REPORT_HEAT_COLS ? ncols : REPORT_HEAT_COLS] = '\0';
+	mark[g.n] = '\0';
 	json_array_foreach(json_object_get(r, "findings"), i, f)
 	{
 		double at = (double)(json_integer_value(json_object_get(f, "opened_ns")) -

@@ -12,6 +12,8 @@ json_t *report_findings(const char *path, char *err, size_t errlen);
 
 /* a rank's progress ("bytes_per_s"): at most this many columns */
 #define REPORT_HEAT_COLS 60
+/* a rank's connections listed with their columns in report --json and the page, the busiest */
+#define REPORT_CONNS_LISTED 24
 
 /*
  * Per rank (by pid), in rank order: identity, connection totals, QPs and HCA events, the main

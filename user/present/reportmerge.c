@@ -253,6 +253,14 @@ static json_t *merged_info(struct mdump *d, int n)
 		"it was sent");
 }
 
+/* o's number key, off seconds later (where o has it) */
+static void shift_s(json_t *o, const char *key, double off)
+{
+	if (json_is_number(json_object_get(o, key)))
+		json_object_set_new(o, key,
+				    json_real(json_number_value(json_object_get(o, key)) + off));
+}
+
 /* every dump's ranks, each with its host */
 static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errlen)
 {
@@ -275,16 +283,11 @@ static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errl
 			size_t j;
 
 			json_object_set_new(e, "host", json_string(d[i].host));
-			/* its columns are its own dump's: not drawn beside another host's yet */
-			json_object_del(e, "progress");
-			if (json_is_number(json_object_get(e, "ended_s")))
-				json_object_set_new(
-					e, "ended_s",
-					json_real(json_number_value(json_object_get(e, "ended_s")) +
-						  off));
-			json_array_foreach(tl, j, p) json_object_set_new(
-				p, "start_s",
-				json_real(json_number_value(json_object_get(p, "start_s")) + off));
+			/* its columns as its own dump drew them, from the first's start */
+			shift_s(json_object_get(e, "progress"), "from_s", off);
+			shift_s(json_object_get(e, "conn_progress"), "from_s", off);
+			shift_s(e, "ended_s", off);
+			json_array_foreach(tl, j, p) shift_s(p, "start_s", off);
 		}
 		json_array_extend(ranks, r);
 		json_decref(r);

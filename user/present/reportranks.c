@@ -182,6 +182,59 @@ static void add_progress(json_t *r, const struct rank_ctx *c)
 				      "bytes_per_s", a));
 }
 
+/* connection indices into v, the most bytes first */
+static int by_bytes(const void *a, const void *b, void *v)
+{
+	const struct dump_conn *x = (const struct dump_conn *)v + *(const int *)a,
+			       *y = (const struct dump_conn *)v + *(const int *)b;
+	long long bx = x->sent + x->recv, by = y->sent + y->recv;
+
+	return bx != by ? (bx < by ? 1 : -1) : strcmp(x->id, y->id);
+}
+
+/*
+ * A rank's connections for the page's panel: the REPORT_CONNS_LISTED that moved the most, each
+ * with its bytes a second in the dump's connection columns (whole bytes), and how many more
+ */
+static void add_conns(json_t *r, const struct rank_ctx *c)
+{
+	const struct dump_conns *d = &c->conns;
+	int pid = (int)json_integer_value(json_object_get(r, "pid")), n = 0,
+	    ncols = dump_conns_ncols(d);
+	int *idx = d->n ? malloc((size_t)d->n * sizeof(*idx)) : NULL;
+	json_t *list;
+
+	if (!idx || !ncols) {
+		free(idx);
+		return;
+	}
+	for (int k = 0; k < d->n; k++)
+		if (d->v[k].pid == pid)
+			idx[n++] = k;
+	qsort_r(idx, (size_t)n, sizeof(*idx), by_bytes, d->v);
+	list = json_array();
+	for (int j = 0; j < n && j < REPORT_CONNS_LISTED; j++) {
+		const struct dump_conn *k = &d->v[idx[j]];
+		json_t *a = json_array();
+
+		for (int i = 0; i < ncols; i++)
+			json_array_append_new(
+				a, json_integer(k->col ? (json_int_t)(k->col[i] / d->col_s + 0.5)
+						       : 0));
+		json_array_append_new(list,
+				      json_pack("{s:s,s:s,s:s,s:i,s:I,s:I,s:o}", "id", k->id, "src",
+						k->src, "dst", k->dst, "peer_pid", k->peer_pid,
+						"bytes_sent", (json_int_t)k->sent, "bytes_recv",
+						(json_int_t)k->recv, "bytes_per_s", a));
+	}
+	json_object_set_new(r, "conn_progress",
+			    json_pack("{s:f,s:f,s:o,s:i}", "from_s",
+				      (double)(d->t0_ns - c->start_ns) / 1e9, "column_s", d->col_s,
+				      "conns", list, "more",
+				      n > REPORT_CONNS_LISTED ? n - REPORT_CONNS_LISTED : 0));
+	free(idx);
+}
+
 static json_int_t int_of(json_t *o, const char *key)
 {
 	return json_integer_value(json_object_get(o, key));
@@ -224,6 +277,7 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		.ranks = json_array(),
 		.logs = json_object(),
 		.start_ns = (uint64_t)json_integer_value(json_object_get(header, "start_ns")),
+		.conns = {.cols = true},
 	};
 	json_t *trace, *r;
 	size_t i;
@@ -247,8 +301,10 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		json_object_set_new(r, "bytes_sent", json_integer(sum.sent));
 		json_object_set_new(r, "bytes_recv", json_integer(sum.recv));
 		json_object_set_new(r, "retrans", json_integer(sum.retrans));
-		if (!c.nomem)
+		if (!c.nomem) {
 			add_progress(r, &c);
+			add_conns(r, &c);
+		}
 	}
 	dump_conns_free(&c.conns);
 	heat_free(&c.heat);

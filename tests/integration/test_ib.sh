@@ -5,7 +5,7 @@
 # real ncclIbHandle layout) dlopens a fake libibverbs.so.1 built from the real
 # <infiniband/verbs.h> structs and exporting rdma-core's versioned symbols. Real processes, real
 # BPF uprobes. The fake HCA logs every verb (FAKEVERBS_DEBUG=1): the dump must agree with it.
-# checks: 33
+# checks: 35
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -74,6 +74,11 @@ check snapshot_qps "no snapshot with a rank's QPs at RTS" -- \
 	jq_ok 'select(.type=="snapshot") | .procs[] | .nccl.ib.qps // [] | map(select(.state=="RTS")) | length > 0' <(whole "$D")
 check report_ib "report's IB lines: $("$NT" report --json "$D" | jq -c '[.ranks[].ib]')" -- \
 	jqe '[.ranks[].ib | select(.qps >= 2 and .rts == .qps and .destroyed == .qps and .timeout == 14)] | length == 3' < <("$NT" report --json "$D")
+# no NCCL socket carries the job's data: its progress is its collectives a second, the strips say so
+check progress_collectives "progress: $("$NT" report --json "$D" | jq -c '[.ranks[].progress]' | head -c 400)" -- \
+	jqe '[.ranks[].progress | select(.bytes_per_s == null and (.collectives_per_s | max) > 0)] | length == 3' < <("$NT" report --json "$D")
+check progress_collectives_text "$(LANG=C "$NT" report "$D" | grep -A3 '^progress')" -- \
+	bash -c 'grep -q "^progress: collectives a second each rank ran" <<<"$1" && test "$(grep -cE "^  rank [0-2] +\|[ .:=+*#@-]*[.:=+*#@-][ .:=+*#@-]*\|$" <<<"$1")" -eq 3' _ "$(LANG=C "$NT" report "$D")"
 "$NT" convert "$D" -o "$TMP/ib.trace.json" >/dev/null 2>&1
 got=$(jq '[.traceEvents[] | select(.cat=="verbs" and .ph=="i" and (.name | test("^QP 0x[0-9a-f]+ -> RTS$")) and .tid != 0 and .args.timeout == 14)] | length' "$TMP/ib.trace.json")
 check convert_qps "$got RTS instants in the Perfetto trace, the HCA made $n_rts" -- test "$got" = "$n_rts"

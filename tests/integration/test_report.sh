@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace report on good, corrupt, truncated and missing dumps: clear errors, never a crash.
-# checks: 13
+# checks: 14
 . "$(dirname "$0")/lib.sh"
 
 need_bpf report || end_checks
@@ -48,6 +48,29 @@ check progress_groups "report: $(grep -A3 '^progress' <<<"$txt"; grep -E '^  ran
 		grep -qE "^  ranks 32-33 +\|@{10} +\|$" <<<"$1" && grep -qE "^  ranks 34-35 +\|@{22}\|$" <<<"$1"' _ "$txt"
 check ranks_in_order "ranks in --json: $("$NT" report --json "$TMP/r70.jsonl" | jq -c '[.ranks[].rank]' | head -c 200)" -- \
 	jqe '[.ranks[].rank] == [range(70)]' <<<"$("$NT" report --json "$TMP/r70.jsonl")"
+# the same 70 ranks as two hosts' dumps, hy's started 2 s after hx's and its rank 40 stopping at
+# 6 s: merged, a row a host on one grid; hy's row blank before its dump began, and from rank 40's
+# stop on (longer than hx's blank end, where its dump ended 2 s before hy's)
+for h in hx:0:34:0 hy:35:69:2; do
+	IFS=: read -r name r0 r1 off <<<"$h"
+	awk -v H="$name" -v R0="$r0" -v R1="$r1" -v OFF="$off" 'BEGIN { t0 = 1000000000000; s = 1000000000
+	printf "{\"nccltrace\":1,\"version\":\"t\",\"host\":\"%s\",\"start_ns\":%.0f,\"boot_to_realtime_ns\":%.0f,\"cmd\":[\"x\"]}\n", H, t0, OFF * s
+	for (r = R0; r <= R1; r++) printf "{\"type\":\"rank\",\"ts_ns\":%.0f,\"pid\":%d,\"rank\":%d}\n", t0, 1000 + r, r
+	for (k = 1; k <= 12; k++) {
+		printf "{\"type\":\"snapshot\",\"ts_ns\":%.0f,\"procs\":[],\"conns\":[", t0 + k * s
+		for (r = R0; r <= R1; r++) printf "%s{\"id\":\"c%d\",\"pid\":%d,\"bytes_sent\":%d,\"bytes_recv\":0,\"listener\":false}", (r > R0 ? "," : ""), r, 1000 + r, (r == 40 && k > 6 ? 6 : k) * 1000000
+		printf "]}\n"
+		# a merge replays the state records
+		printf "{\"type\":\"state\",\"ts_ns\":%.0f,\"state\":{\"now_ns\":%.0f,\"procs\":[],\"conns\":[],\"comms\":[]}}\n", t0 + k * s, t0 + k * s
+	}
+	printf "{\"type\":\"footer\",\"ts_ns\":%.0f,\"exit_status\":0}\n", t0 + 13 * s }' >"$TMP/$name.jsonl"
+done
+txt=$(LANG=C "$NT" report "$TMP/hx.jsonl" "$TMP/hy.jsonl" 2>&1)
+check progress_hosts "report: $(grep -A3 '^progress' <<<"$txt")" -- bash -c '
+	x=$(grep -E "^  hx \(35\) +\|" <<<"$1" | cut -d"|" -f2); y=$(grep -E "^  hy \(35\) +\|" <<<"$1" | cut -d"|" -f2)
+	test "$(grep -cE "^  (hx|hy) \(35\) +\|" <<<"$1")" -eq 2 && grep -q "a row a host" <<<"$1" &&
+	test "${x:0:1}" != " " -a "${y:0:1}" = " " && test -n "${x// }" -a -n "${y// }" &&
+	x_end=${x##*[^ ]}; y_end=${y##*[^ ]}; test ${#y_end} -gt ${#x_end}' _ "$txt"
 
 # corrupt in the middle
 { head -3 "$D"; echo '{"type": broken'; tail -n +4 "$D"; } >"$TMP/corrupt.jsonl"

@@ -84,6 +84,8 @@ static int take_cols(struct dump_conns *d, struct dump_conn *c, json_t *v, long 
 		snprintf(c->dst, sizeof(c->dst), "%s",
 			 json_string_value(json_object_get(v, "dst")) ?: "");
 	}
+	if (!strcmp(json_string_value(json_object_get(v, "nccl")) ?: "", "net"))
+		c->net = true;
 	if (json_is_integer(json_object_get(v, "peer_pid")))
 		c->peer_pid = (int)json_integer_value(json_object_get(v, "peer_pid"));
 	/* what the first snapshot counts moved before it, at times it does not say */
@@ -165,6 +167,7 @@ struct dump_conn_sum dump_conns_of(const struct dump_conns *d, int pid)
 	for (int k = 0; k < d->n; k++)
 		if (d->v[k].pid == pid) {
 			s.conns++;
+			s.net |= d->v[k].net;
 			s.sent += d->v[k].sent;
 			s.recv += d->v[k].recv;
 			s.retrans += d->v[k].retrans;

@@ -22,6 +22,7 @@ struct dump_conn {
 	int pid, peer_pid;
 	char src[48], dst[48];
 	long long sent, recv, retrans;
+	bool net;    /* NCCL's socket transport ("nccl":"net"): the rank's data goes over it */
 	int mi;	     /* its process's dump_moved, -1 before it moved anything */
 	double *col; /* [DUMP_CONN_COLS] bytes moved in each column, with columns on */
 };
@@ -54,6 +55,7 @@ int dump_conns_update(struct dump_conns *d, json_t *snapshot);
 
 struct dump_conn_sum {
 	int conns;
+	bool net; /* one of them is NCCL's socket transport */
 	long long sent, recv, retrans;
 };
 

@@ -286,7 +286,17 @@ static void print_suppressed(json_t *sup)
 struct grid {
 	double from_s, col_s;
 	int n;
+	double max[2]; /* the job's most bytes a second, and collectives a second */
 };
+
+/* a rank's columns: bytes a second, or (unit 1) collectives a second where its NCCL uses no socket */
+static json_t *prog_vals(json_t *p, int *unit)
+{
+	json_t *b = json_object_get(p, "bytes_per_s");
+
+	*unit = !b;
+	return b ?: json_object_get(p, "collectives_per_s");
+}
 
 static struct grid progress_grid(json_t *ranks)
 {
@@ -298,13 +308,16 @@ static struct grid progress_grid(json_t *ranks)
 
 	json_array_foreach(ranks, i, r)
 	{
-		json_t *p = json_object_get(r, "progress");
+		json_t *p = json_object_get(r, "progress"), *b, *x;
 		double f = json_number_value(json_object_get(p, "from_s")),
 		       c = json_number_value(json_object_get(p, "column_s"));
-		int n = (int)json_array_size(json_object_get(p, "bytes_per_s"));
+		int unit, n = (int)json_array_size(b = prog_vals(p, &unit));
+		size_t k;
 
 		if (!p || c <= 0 || !n)
 			continue;
+		json_array_foreach(b, k, x) if (json_number_value(x) > g.max[unit]) g.max[unit] =
+			json_number_value(x);
 		if (!any || f < g.from_s)
 			g.from_s = f;
 		if (!any || f + n * c > to)
@@ -313,7 +326,7 @@ static struct grid progress_grid(json_t *ranks)
 			g.n = n;
 		any = true;
 	}
-	if (!any)
+	if (!any || to <= g.from_s)
 		return (struct grid){0};
 	g.n = g.n < REPORT_HEAT_COLS ? g.n : REPORT_HEAT_COLS;
 	g.col_s = (to - g.from_s) / g.n;
@@ -321,26 +334,55 @@ static struct grid progress_grid(json_t *ranks)
 }
 
 /*
- * one row's values on the grid: a rank's, or the least of a group's (a hang shows in its
- * slowest rank); ranks of one dump share its columns, a merged report's are resampled
+ * one row's values on the grid, each against its unit's most (0..1): a rank's, or the least
+ * of a group's (a hang shows in its slowest rank); ranks of one dump share its columns, a
+ * merged report's are resampled
  */
 static void progress_row(json_t *ranks, size_t from, size_t to, const struct grid *g, double *v)
 {
 	for (size_t i = from; i < to; i++) {
-		json_t *p = json_object_get(json_array_get(ranks, i), "progress"),
-		       *b = json_object_get(p, "bytes_per_s");
+		json_t *p = json_object_get(json_array_get(ranks, i), "progress"), *b;
 		double in[REPORT_HEAT_COLS], x[REPORT_HEAT_COLS];
-		int n = (int)json_array_size(b);
+		int unit, n = (int)json_array_size(b = prog_vals(p, &unit));
 
 		n = n < REPORT_HEAT_COLS ? n : REPORT_HEAT_COLS;
 		for (int k = 0; k < n; k++)
-			in[k] = json_number_value(json_array_get(b, (size_t)k));
+			in[k] = g->max[unit] > 0 ? json_number_value(json_array_get(b, (size_t)k)) /
+							   g->max[unit]
+						 : 0;
 		heat_resample(in, n, json_number_value(json_object_get(p, "from_s")),
 			      json_number_value(json_object_get(p, "column_s")), x, g->n, g->from_s,
 			      g->col_s);
 		for (int k = 0; k < g->n; k++)
 			v[k] = i == from || x[k] < v[k] ? x[k] : v[k];
 	}
+}
+
+static const char *host_of(json_t *ranks, size_t i)
+{
+	return json_string_value(json_object_get(json_array_get(ranks, i), "host")) ?: "";
+}
+
+/* the runs of ranks of one host (a merged report lists each host's ranks together) */
+static size_t host_runs(json_t *ranks)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < json_array_size(ranks); i++)
+		n += !i || strcmp(host_of(ranks, i), host_of(ranks, i - 1));
+	return n;
+}
+
+/* the end of the row from i: its host's last rank + 1, or per ranks on */
+static size_t group_end(json_t *ranks, size_t i, size_t per, bool by_host)
+{
+	size_t nr = json_array_size(ranks), e = i + 1;
+
+	if (!by_host)
+		return i + per < nr ? i + per : nr;
+	while (e < nr && !strcmp(host_of(ranks, e), host_of(ranks, i)))
+		e++;
+	return e;
 }
 
 /* "rank 1 #1": a rank, and the findings that name it the culprit */
@@ -374,33 +416,42 @@ static void print_progress(json_t *r)
 	bool utf8 = isatty(STDOUT_FILENO) &&
 		    heat_utf8(getenv("LC_ALL"), getenv("LC_CTYPE"), getenv("LANG"));
 	struct grid g = progress_grid(ranks);
-	double v[REPORT_HEAT_COLS], max = 0, col_s = g.col_s, from_s = g.from_s;
-	char strip[REPORT_HEAT_COLS * 3 + 1], mb[24], mark[REPORT_HEAT_COLS + 1];
+	double v[REPORT_HEAT_COLS], col_s = g.col_s, from_s = g.from_s;
+	char strip[REPORT_HEAT_COLS * 3 + 1], mb[24], mark[REPORT_HEAT_COLS + 1], colls[32] = "",
+										  what[160];
+	bool by_host;
 
-	if (!nr || !g.n)
+	if (!nr || !g.n || (g.max[0] <= 0 && g.max[1] <= 0) || col_s <= 0)
 		return;
-	for (i = 0; i < nr; i++) {
-		json_t *b = json_object_get(json_object_get(json_array_get(ranks, i), "progress"),
-					    "bytes_per_s"),
-		       *x;
-		size_t k;
-
-		json_array_foreach(b, k, x) if (json_number_value(x) > max) max =
-			json_number_value(x);
-	}
-	if (max <= 0 || col_s <= 0)
-		return;
-	printf("\nprogress: bytes a second each rank moved, a column %.2fs from %.1fs (%s %s a "
-	       "second; blank: nothing; #N: the culprit of finding N)%s:\n",
-	       col_s, from_s, utf8 ? "\u2588" : "@", fmt_bytes((uint64_t)max, mb, sizeof(mb)),
-	       per > 1 ? ", a row the least of its ranks" : "");
-	for (i = 0; i < nr; i += per) {
+	/* a merged report's many ranks: a row per host where the hosts fit */
+	by_host = per > 1 && host_runs(ranks) > 1 && host_runs(ranks) <= HEAT_ROWS;
+	/* the units: bytes, and collectives for the ranks whose NCCL uses no socket */
+	if (g.max[0] > 0)
+		snprintf(what, sizeof(what), "bytes a second each rank moved (%s %s a second%s",
+			 utf8 ? "\u2588" : "@", fmt_bytes((uint64_t)g.max[0], mb, sizeof(mb)),
+			 g.max[1] > 0 ? "; a rank whose NCCL uses no socket: collectives a second"
+				      : "");
+	else
+		snprintf(what, sizeof(what),
+			 "collectives a second each rank ran (its NCCL uses no "
+			 "socket");
+	if (g.max[1] > 0)
+		snprintf(colls, sizeof(colls), ", %s %.1f", utf8 ? "\u2588" : "@", g.max[1]);
+	printf("\nprogress: %s%s; a column %.2fs from %.1fs; blank: nothing; #N: the culprit of "
+	       "finding N)%s:\n",
+	       what, colls, col_s, from_s,
+	       by_host	 ? ", a row a host (its ranks), the least of them"
+	       : per > 1 ? ", a row the least of its ranks"
+			 : "");
+	for (i = 0; i < nr; i = group_end(ranks, i, per, by_host)) {
 		char label[32];
-		size_t last = i + per < nr ? i + per : nr;
+		size_t last = group_end(ranks, i, per, by_host);
 
 		progress_row(ranks, i, last, &g, v);
-		heat_strip(v, g.n, max, utf8, strip, sizeof(strip));
-		if (per > 1)
+		heat_strip(v, g.n, 1, utf8, strip, sizeof(strip));
+		if (by_host)
+			snprintf(label, sizeof(label), "%.8s (%zu)", host_of(ranks, i), last - i);
+		else if (per > 1)
 			snprintf(label, sizeof(label), "ranks %lld-%lld",
 				 (long long)json_integer_value(
 					 json_object_get(json_array_get(ranks, i), "rank")),

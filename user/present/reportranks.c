@@ -18,6 +18,7 @@ struct rank_ctx {
 	struct dump_conns conns;
 	json_t *logs;			      /* pid -> what NCCL's log told */
 	struct heat heat;		      /* each process's bytes moved, at each snapshot */
+	struct heat colls;		      /* and its collectives (every communicator's) */
 	uint64_t start_ns, first_ns, last_ns; /* the dump's; the snapshots' */
 	int nsnap;
 	bool nomem;
@@ -69,6 +70,27 @@ static void ib_tally(json_t *ranks, json_t *rec, const char *type)
 #undef BUMP
 }
 
+/* each process's collectives so far, its communicators' counts summed, where it has any */
+static int add_colls(struct heat *h, json_t *snapshot, uint64_t ts)
+{
+	size_t i, k;
+	json_t *p, *cm;
+
+	json_array_foreach(json_object_get(snapshot, "procs"), i, p)
+	{
+		json_t *comms = json_object_get(json_object_get(p, "nccl"), "comms");
+		long long n = 0;
+
+		if (!json_array_size(comms))
+			continue;
+		json_array_foreach(comms, k, cm) n +=
+			json_integer_value(json_object_get(cm, "total"));
+		if (heat_add(h, (int)json_integer_value(json_object_get(p, "pid")), ts, n))
+			return -1;
+	}
+	return 0;
+}
+
 static int collect_ranks(void *ctx, json_t *rec, int line)
 {
 	struct rank_ctx *c = ctx;
@@ -106,6 +128,8 @@ static int collect_ranks(void *ctx, json_t *rec, int line)
 		for (int k = 0; k < c->conns.nm; k++)
 			if (heat_add(&c->heat, c->conns.m[k].pid, ts, c->conns.m[k].bytes))
 				c->nomem = true;
+		if (add_colls(&c->colls, rec, ts))
+			c->nomem = true;
 		c->nsnap++;
 		if (ts && (!c->first_ns || ts < c->first_ns))
 			c->first_ns = ts;
@@ -160,17 +184,26 @@ static void add_timelines(json_t *ranks, json_t *trace, uint64_t start)
 }
 
 /*
- * A rank's bytes a second from the first snapshot to the last, in up to REPORT_HEAT_COLS columns of
+ * A rank's bytes a second (its collectives a second where its NCCL uses no socket) from the
+ * first snapshot to the last, in up to REPORT_HEAT_COLS columns of
  * at least half a snapshot's interval (about a second)
  */
-static void add_progress(json_t *r, const struct rank_ctx *c)
+static void add_progress(json_t *r, const struct rank_ctx *c, bool net)
 {
 	int ncols = 2 * (c->nsnap - 1) < REPORT_HEAT_COLS ? 2 * (c->nsnap - 1) : REPORT_HEAT_COLS;
+	int pid = (int)json_integer_value(json_object_get(r, "pid"));
 	double v[REPORT_HEAT_COLS];
+	const char *unit = "bytes_per_s";
 	json_t *a;
 
-	if (!heat_columns(&c->heat, (int)json_integer_value(json_object_get(r, "pid")), c->first_ns,
-			  c->last_ns, ncols, v))
+	/* a rank whose NCCL sends nothing over sockets (InfiniBand, NVLink): its collectives */
+	if (!net && heat_columns(&c->colls, pid, c->first_ns, c->last_ns, ncols, v)) {
+		for (int i = 0; i < ncols; i++)
+			if (v[i] > 0)
+				unit = "collectives_per_s";
+	}
+	if (!strcmp(unit, "bytes_per_s") &&
+	    !heat_columns(&c->heat, pid, c->first_ns, c->last_ns, ncols, v))
 		return;
 	a = json_array();
 	for (int i = 0; i < ncols; i++)
@@ -178,8 +211,7 @@ static void add_progress(json_t *r, const struct rank_ctx *c)
 	json_object_set_new(r, "progress",
 			    json_pack("{s:f,s:f,s:o}", "from_s",
 				      (double)(c->first_ns - c->start_ns) / 1e9, "column_s",
-				      (double)(c->last_ns - c->first_ns) / 1e9 / ncols,
-				      "bytes_per_s", a));
+				      (double)(c->last_ns - c->first_ns) / 1e9 / ncols, unit, a));
 }
 
 /* connection indices into v, the most bytes first */
@@ -287,6 +319,7 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		json_decref(c.logs);
 		dump_conns_free(&c.conns);
 		heat_free(&c.heat);
+		heat_free(&c.colls);
 		return NULL;
 	}
 	reportlog_merge(c.ranks, c.logs);
@@ -302,12 +335,13 @@ json_t *report_ranks(const char *path, json_t *header, char *err, size_t errlen)
 		json_object_set_new(r, "bytes_recv", json_integer(sum.recv));
 		json_object_set_new(r, "retrans", json_integer(sum.retrans));
 		if (!c.nomem) {
-			add_progress(r, &c);
+			add_progress(r, &c, sum.net);
 			add_conns(r, &c);
 		}
 	}
 	dump_conns_free(&c.conns);
 	heat_free(&c.heat);
+	heat_free(&c.colls);
 	trace = convert_dump(path, true, err, errlen);
 	if (!trace) {
 		json_decref(c.ranks);

@@ -7,7 +7,8 @@
 # own loader and libc among them, in OUTDIR/lib, and OUTDIR/nccltrace, a script that starts
 # it through that loader with that folder alone: the host's libraries and glibc version do not
 # matter (x86-64 Linux, any distribution). The job nccltrace starts is exec'd as usual, with the
-# host's loader and libraries, and no variable of the bundle in its environment. The libraries
+# host's loader and libraries, and no variable of the bundle in its environment. The user's
+# LD_PRELOAD and LD_LIBRARY_PATH go to the job as they were, never into nccltrace. The libraries
 # nccltrace puts into the job sit beside its binary (OUTDIR/lib), where it looks for them.
 #   make bundle && scp -r build/nccltrace-bundle gpu-node:/opt/nccltrace
 #   sudo /opt/nccltrace/nccltrace run -- torchrun ...
@@ -33,6 +34,19 @@ cat >"$D/nccltrace" <<EOF
 #!/bin/sh
 # nccltrace $(git -C "$(dirname "$0")" describe --always --dirty 2>/dev/null || echo ""), with its own loader and libraries (scripts/bundle.sh)
 d=\$(dirname "\$(readlink -f "\$0")")/lib
+# the job's loader settings are the job's: the bundle's loader would load LD_PRELOAD into
+# nccltrace, against the bundle's glibc. nccltrace takes them back (NCCLTRACE_JOB_*) and the job
+# gets them as they were.
+if [ "\${LD_PRELOAD+set}" = set ]; then
+	NCCLTRACE_JOB_LD_PRELOAD=\$LD_PRELOAD
+	export NCCLTRACE_JOB_LD_PRELOAD
+	unset LD_PRELOAD
+fi
+if [ "\${LD_LIBRARY_PATH+set}" = set ]; then
+	NCCLTRACE_JOB_LD_LIBRARY_PATH=\$LD_LIBRARY_PATH
+	export NCCLTRACE_JOB_LD_LIBRARY_PATH
+	unset LD_LIBRARY_PATH
+fi
 exec "\$d/$(basename "$interp")" --library-path "\$d" --argv0 "\$0" "\$d/nccltrace" "\$@"
 EOF
 chmod 755 "$D/nccltrace"

@@ -4,8 +4,9 @@
 # GPU nodes that have none of them. Run in a mount namespace where the libraries nccltrace
 # needs and the job does not (libbpf, libelf, libdw, jansson, libmicrohttpd, libcurl) are
 # hidden, as on such a node: the plain build cannot start there; the bundle traces a real ring,
-# names the stalled rank, serves /metrics and /state, and its watch names the rank too.
-# checks: 9
+# names the stalled rank, serves /metrics and /state, and its watch names the rank too; the
+# user's LD_PRELOAD and LD_LIBRARY_PATH reach the job as they were and never the tracer.
+# checks: 11
 . "$(dirname "$0")/lib.sh"
 
 need_bpf bundle || end_checks
@@ -69,5 +70,25 @@ check job_libs "the bundle's audit module is not in the job: $(grep -m3 -E 'LD_A
 	grep -q "^LD_AUDIT=$B/lib/libnccltrace-audit.so$" "$TMP/job.txt"
 check job_clean "the job saw more of the bundle: $(grep -F "$B" "$TMP/job.txt" | grep -v nccltrace-audit | head -2)" -- \
 	bash -c "grep -q 'libc.so.6\$' '$TMP/job.txt' && ! grep -F '$B' '$TMP/job.txt' | grep -qv 'libnccltrace-audit.so\|libnccl-profiler-nccltrace.so'"
+# the user's loader settings are the job's (LD_PRELOAD to run a job on another NCCL): a library
+# in LD_PRELOAD is in the job's memory and never in the tracer's, and the job gets LD_PRELOAD and
+# LD_LIBRARY_PATH as they were, with no NCCLTRACE_JOB_* variable of the bundle's script
+LB=$ROOT/build/loadedby/libloadedby.so
+LP="/nonexistent/a:$TMP/b"
+LD_PRELOAD=$LB LD_LIBRARY_PATH=$LP hidden "$B/nccltrace" run --no-tui -- sh -c '
+	echo "job $$"; echo "preload=$LD_PRELOAD"; echo "libpath=$LD_LIBRARY_PATH"
+	env | grep NCCLTRACE_JOB_; echo "maps $(grep -c libloadedby /proc/$$/maps)"; sleep 2' \
+	>"$TMP/pre.out" 2>&1 &
+W=$!
+wait_for 10 grep -q "^maps " "$TMP/pre.out"
+# the tracer: the bundle's loader running this bundle's binary ($! is the subshell around it)
+T=$(pgrep -f -- "$B/lib/nccltrace run --no-tui -- sh -c" | head -1)
+tracer_maps=$(grep -c libloadedby "/proc/${T:-0}/maps" 2>&1)
+check preload_not_tracer "the tracer (pid ${T:-none}, $(tr '\0' ' ' <"/proc/${T:-0}/cmdline" 2>/dev/null | head -c 120)) maps LD_PRELOAD's library $tracer_maps times" -- \
+	test -n "$T" -a "$tracer_maps" = 0
+wait $W
+check preload_job "the job: $(tr '\n' ';' <"$TMP/pre.out" | head -c 400)" -- bash -c '
+	grep -qxF "preload=$2" "$1" && grep -qxF "libpath=$3" "$1" && grep -qx "maps [1-9][0-9]*" "$1" &&
+	! grep -q NCCLTRACE_JOB_ "$1"' _ "$TMP/pre.out" "$LB" "$LP"
 kill_leftovers
 end_checks

@@ -1,14 +1,36 @@
 // SPDX-License-Identifier: MIT
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include "cmd/cli.h"
 #include "cmd/subcmds.h"
 
+/*
+ * The bundle's script (scripts/bundle.sh) keeps the job's LD_PRELOAD and LD_LIBRARY_PATH from
+ * the bundle's loader, as NCCLTRACE_JOB_*: back under their names, for the job and for what
+ * reads them as the job's (which NCCL it loads), and the bundle's names gone
+ */
+static void job_loader_env(void)
+{
+	static const char *const names[] = {"LD_PRELOAD", "LD_LIBRARY_PATH"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char key[48];
+		const char *v;
+
+		snprintf(key, sizeof(key), "NCCLTRACE_JOB_%s", names[i]);
+		v = getenv(key);
+		if (v && !setenv(names[i], v, 1))
+			unsetenv(key);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
+	job_loader_env();
 	/* started by the bundle's loader (scripts/bundle.sh), ps and top would say ld-linux */
 	prctl(PR_SET_NAME, "nccltrace");
 	if (!cmd) {

@@ -47,6 +47,9 @@ if [ "\${LD_LIBRARY_PATH+set}" = set ]; then
 	export NCCLTRACE_JOB_LD_LIBRARY_PATH
 	unset LD_LIBRARY_PATH
 fi
+# how nccltrace starts itself again (the agent's attaches): this script
+NCCLTRACE_SELF=\$(readlink -f "\$0")
+export NCCLTRACE_SELF
 exec "\$d/$(basename "$interp")" --library-path "\$d" --argv0 "\$0" "\$d/nccltrace" "\$@"
 EOF
 chmod 755 "$D/nccltrace"

@@ -341,3 +341,20 @@ held_threads() {
 	done
 	echo "$out"
 }
+
+# Debian's bpftool does not name the holder of a program: the tracer's own programs and links
+# are read by id from its fdinfo (other tracers may run beside this test)
+held_ids() { grep -hE '^(prog|link)_id:' /proc/$1/fdinfo/* 2>/dev/null | sort -u | tr -d ' \t'; }
+# how many of the ids are still loaded, once the kernel has freed what it frees (RCU)
+ids_left() {
+	local left id
+	for _ in $(seq 1 30); do
+		left=0
+		for id in $1; do
+			bpftool "${id%%_id:*}" show id "${id#*:}" >/dev/null 2>&1 && left=$((left + 1))
+		done
+		[ $left = 0 ] && break
+		sleep 0.1
+	done
+	echo $left
+}

@@ -17,6 +17,8 @@
 #include "present/dump.h"
 #include "trace/tracer.h"
 
+const char *cli_self = "/proc/self/exe";
+
 const char cli_main_help[] =
 	"Usage: nccltrace COMMAND [OPTIONS]\n"
 	"\n"
@@ -32,12 +34,14 @@ const char cli_main_help[] =
 	"  convert DUMP... -o TRACE.json    the dump as a Perfetto / Chrome trace\n"
 	"  cat DUMP                         the dump's records whole, one per line, for jq\n"
 	"  watch HOST:PORT...               one live view of the tracers of a job's hosts\n"
+	"  agent [OPTIONS]                  trace every NCCL job of this node, always on\n"
 	"  version                          print the version\n"
 	"\n"
 	"Examples:\n"
 	"  sudo nccltrace run -- torchrun --nproc_per_node=8 train.py\n"
 	"  sudo nccltrace run --stall-threshold 3 -- ./build/ringjob --ranks 4 --stall-rank 1\n"
 	"  sudo nccltrace attach --once 4711\n"
+	"  sudo nccltrace agent --listen 127.0.0.1:9464\n"
 	"  nccltrace report --json nccltrace-myhost-20261129-120000.jsonl\n"
 	"  nccltrace probes /usr/local/cuda/lib/libnccl.so.2\n"
 	"  nccltrace doctor -- env NCCL_SOCKET_IFNAME=eth0 torchrun --nproc_per_node=8 train.py\n"

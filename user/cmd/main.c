@@ -9,11 +9,13 @@
 /*
  * The bundle's script (scripts/bundle.sh) keeps the job's LD_PRELOAD and LD_LIBRARY_PATH from
  * the bundle's loader, as NCCLTRACE_JOB_*: back under their names, for the job and for what
- * reads them as the job's (which NCCL it loads), and the bundle's names gone
+ * reads them as the job's (which NCCL it loads), and the bundle's names gone; and its own path,
+ * NCCLTRACE_SELF, what starts nccltrace again
  */
 static void job_loader_env(void)
 {
 	static const char *const names[] = {"LD_PRELOAD", "LD_LIBRARY_PATH"};
+	char *v0;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char key[48];
@@ -23,6 +25,11 @@ static void job_loader_env(void)
 		v = getenv(key);
 		if (v && !setenv(names[i], v, 1))
 			unsetenv(key);
+	}
+	/* how to start nccltrace again (the agent's attaches): the bundle's script, else this */
+	if ((v0 = getenv("NCCLTRACE_SELF")) && strchr(v0, '/') && (v0 = strdup(v0))) {
+		cli_self = v0;
+		unsetenv("NCCLTRACE_SELF");
 	}
 }
 
@@ -53,6 +60,8 @@ int main(int argc, char **argv)
 		return probes_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "watch"))
 		return watch_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "agent"))
+		return agent_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(cli_main_help, stdout);
 		return 0;

@@ -3,7 +3,8 @@
 # scripts/screenshots.sh [OUTDIR]: the README's pictures, made again from a real run: the demo's
 # ring (4 ranks, rank 1 asleep 8 s from 4 s in) under nccltrace in a 160x34 tmux terminal; the
 # dashboard 9 s in (the stall named) as docs/dashboard.png, the terminal's text and colours
-# drawn by headless Chromium; the HTML report of the run's dump as docs/report.png. Needs root
+# drawn by headless Chromium; the HTML report of the run's dump as docs/report.png, rank 1's
+# connections open and the time cursor in the finding. Needs root
 # (BPF), tmux and chromium (scripts/install-deps.sh installs both). OUTDIR: default docs/.
 set -eu
 cd "$(dirname "$0")/.."
@@ -64,6 +65,10 @@ for _ in $(seq 30); do
 	sleep 1
 done
 build/nccltrace report --html "$T/demo.html" "$T/demo.jsonl" >/dev/null
-chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,900 \
-	--screenshot="$OUT/report.png" "file://$T/demo.html" >/dev/null 2>&1
+# the page as a link to the moment gives it: rank 1's connections open, the cursor a second
+# into the finding
+t=$(build/nccltrace report --json "$T/demo.jsonl" |
+	jq -r '((.findings[0].opened_ns - .start_ns) / 1e9 + 1) * 100 | floor / 100')
+chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1100,1000 \
+	--screenshot="$OUT/report.png" "file://$T/demo.html#rank=1&t=$t" >/dev/null 2>&1
 echo "screenshots: $OUT/dashboard.png, $OUT/report.png"

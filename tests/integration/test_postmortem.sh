@@ -123,7 +123,7 @@ check html_stall_time "red span ${red:-none} s, fault at $fault_s s" -- \
 check html_wait_amber "amber spans: rank 0 $(span_s "$(row_of "$dom" 0)" wait), rank 2 $(span_s "$(row_of "$dom" 2)" wait), rank 1 $(span_s "$(row_of "$dom" 1)" wait)" -- \
 	bash -c 'test "$(span_s "$(row_of "$1" 0)" wait)" = "$2" -a "$(span_s "$(row_of "$1" 2)" wait)" = "$2" -a -z "$(span_s "$(row_of "$1" 1)" wait)"' _ "$dom" "$red"
 check html_exit_marks "marks: $(grep -o 'class="mark[^"]*"[^>]*title="[^"]*"' <<<"$dom" | tr '\n' ';')" -- \
-	test "$(grep -o 'class="mark" data-s="[0-9.]*" title="exited with status 0 at [^"]*"' <<<"$dom" | wc -l)" -eq 3
+	test "$(grep -o 'class="mark\( end\)\?" data-s="[0-9.]*" title="exited with status 0 at [^"]*"' <<<"$dom" | wc -l)" -eq 3
 # the graph's edges carry the finding's evidence on hover
 ev1=$("$NT" report --json "$D" | jq -r '.findings[0].evidence[0]' | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g')
 check html_edge_evidence "edge titles: $(grep -o '<g class="edge"[^>]*><title>[^<]*' <<<"$wfg" | head -c 400)" -- \
@@ -137,8 +137,8 @@ check html_rank_conns "panel: ${panel:0:500}" -- bash -c '
 	test "$(grep -o "<div class=\"conn\" data-conn=\"[0-9a-f]*\"><svg class=\"spark\"[^>]*><polyline points=\"[0-9., ]*\"" <<<"$1" | wc -l)" -ge 2 &&
 	grep -q "127.0.0.1:[0-9]* -&gt; 127.0.0.1:[0-9]* (peer pid [0-9]*)" <<<"$1"' _ "$panel"
 check html_cursor_on "cursor at $mid: $(grep -o 'id="cursor" data-s="[0-9.]*"' <<<"$dom2"), finding: $(grep -o 'class="finding[^"]*"' <<<"$dom2")" -- bash -c '
-	grep -q "class=\"finding[a-z ]* at-cursor\" id=\"f1\"" <<<"$1" && grep -q "<text class=\"what\"[^>]*>[^<]*; at [0-9.]* s: waiting" <<<"$1"' _ "$dom2"
+	grep -q "class=\"finding[a-z ]* at-cursor\" id=\"f1\"" <<<"$1" && grep -q "<text class=\"at\"[^>]*>at [0-9.]* s: waiting [0-9.]* s<" <<<"$1"' _ "$dom2"
 dom3=$(timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --dump-dom "file://$H#t=0.05" 2>/dev/null | tr '\n' ' ')
 check html_cursor_off "before the stall: $(grep -o 'class="finding[^"]*"' <<<"$dom3")" -- bash -c '
-	grep -q "class=\"finding[a-z ]*\" id=\"f1\"" <<<"$1" && ! grep -q "class=\"finding[a-z ]*at-cursor" <<<"$1" && ! grep -q "; at [0-9.]* ms: waiting" <<<"$1"' _ "$dom3"
+	grep -q "class=\"finding[a-z ]*\" id=\"f1\"" <<<"$1" && ! grep -q "class=\"finding[a-z ]*at-cursor" <<<"$1" && grep -q "<text class=\"at\"[^>]*></text>" <<<"$1"' _ "$dom3"
 end_checks

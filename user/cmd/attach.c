@@ -329,6 +329,7 @@ static int trace_attached(struct session *s, const struct attach_opts *o, const 
 	session_loop(s);
 	if (o->once && setup_since_attach(s, j->first_tick_ns))
 		session_loop(s);
+	tracer__drain(s->tracer);
 	session_tick(s, true);
 	if (s->job_exited)
 		findings_close_all(&s->findings, clock_mono_ns(), session_finding, s);

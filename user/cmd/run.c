@@ -163,7 +163,8 @@ static int trace_job(struct session *s)
 
 	pr_info("tracing pid %d: %s (dump %s)\n", s->job.pid, s->opts.cmd[0], s->dump_path);
 	session_loop(s);
-	/* what happened between the last tick and the exit still counts */
+	/* what happened between the last tick and the exit still counts: all of it */
+	pr_debug("the job's end: %d records read after it\n", tracer__drain(s->tracer));
 	session_tick(s, true);
 	if (s->detached) {
 		exit_code = 0;

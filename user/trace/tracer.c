@@ -441,6 +441,25 @@ int tracer__poll(struct tracer *t)
 	return rc == POLL_FULL ? t->polled : rc;
 }
 
+int tracer__drain(struct tracer *t)
+{
+	int total = 0;
+
+	for (int i = 0; i < TRACER_DRAIN_POLLS; i++) {
+		int rc;
+
+		t->polled = 0;
+		t->poll_until = clock_mono_ns() + TRACER_POLL_NS;
+		rc = ring_buffer__consume(t->rb);
+		if (rc < 0 && rc != POLL_FULL)
+			return total ? total : rc;
+		total += rc == POLL_FULL ? t->polled : rc;
+		if (rc != POLL_FULL) /* not cut short: nothing is left */
+			break;
+	}
+	return total;
+}
+
 int tracer__each_conn(struct tracer *t, int (*fn)(void *, uint64_t, const struct nt_conn *),
 		      void *ctx)
 {

@@ -56,6 +56,13 @@ int tracer__ringbuf_fd(const struct tracer *t);
  * readable).
  */
 int tracer__poll(struct tracer *t);
+/*
+ * Everything the ring buffer holds, poll after poll (the job's end: its last records, its
+ * processes' exits among them, come before the footer); at most TRACER_DRAIN_POLLS polls.
+ * How many records, or -errno.
+ */
+#define TRACER_DRAIN_POLLS 64
+int tracer__drain(struct tracer *t);
 
 /* Visit every tracked connection; stop early if fn returns non-zero. */
 int tracer__each_conn(struct tracer *t, int (*fn)(void *ctx, uint64_t sk, const struct nt_conn *c),

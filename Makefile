@@ -8,6 +8,9 @@
 # make demo       run the bundled ring job under nccltrace with a stalled rank
 # make asan-check unit + integration tests again, nccltrace built with ASan+UBSan (build/asan)
 # make fuzz       each libFuzzer target for FUZZ_SECONDS (default 30): tests/fuzz, build/fuzz
+# make install    PREFIX (default /usr/local), DESTDIR: the binary in sbin, the libraries put into
+#                 jobs in lib/nccltrace, nccltrace(8), bash completion, the agent's systemd unit
+# make deb        build/nccltrace_VERSION_ARCH.deb: make install's tree under /usr (dpkg-deb)
 # V=1             show the commands
 
 OUTPUT ?= build
@@ -72,7 +75,7 @@ SCANCOST := $(OUTPUT)/scancost
 
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
-.PHONY: all static bundle test check demo bench gpu clean format unit-bins asan asan-check fuzz fuzz-build fuzz-bins
+.PHONY: all static bundle test check demo bench gpu clean format unit-bins asan asan-check fuzz fuzz-build fuzz-bins install uninstall deb
 
 all: $(OUTPUT)/nccltrace $(PLUGINS) $(DEMO) $(FIXTURES)
 
@@ -298,6 +301,43 @@ $(BUSBW): tests/gpu/busbw.c | $(OUTPUT)
 		-lcudart_static -lnccl -ldl -lpthread -lrt -o $@
 
 gpu: static $(BUSBW)
+
+# Installed like a system tool (bpftool's sbin): the libraries beside no binary but in
+# lib/nccltrace, which the binary finds as its ../lib/nccltrace (relocatable: PREFIX is
+# compiled in nowhere); the man page made from each command's --help (scripts/manpage.sh)
+PREFIX ?= /usr/local
+SBINDIR = $(PREFIX)/sbin
+NT_LIBDIR = $(PREFIX)/lib/nccltrace
+MANDIR = $(PREFIX)/share/man/man8
+COMPDIR = $(PREFIX)/share/bash-completion/completions
+UNITDIR = $(PREFIX)/lib/systemd/system
+DOCDIR = $(PREFIX)/share/doc/nccltrace
+install: $(OUTPUT)/nccltrace $(PLUGINS)
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(NT_LIBDIR) $(DESTDIR)$(MANDIR) \
+		$(DESTDIR)$(COMPDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
+	$(Q)install -m 0755 $(OUTPUT)/nccltrace $(DESTDIR)$(SBINDIR)/nccltrace
+	$(Q)install -m 0644 $(PLUGINS) $(DESTDIR)$(NT_LIBDIR)/
+	$(Q)scripts/manpage.sh $(OUTPUT)/nccltrace $(OUTPUT)/nccltrace.8 $(SBINDIR) $(NT_LIBDIR) \
+		$(UNITDIR)
+	$(Q)gzip -9n <$(OUTPUT)/nccltrace.8 >$(DESTDIR)$(MANDIR)/nccltrace.8.gz
+	$(Q)install -m 0644 dist/nccltrace.bash-completion $(DESTDIR)$(COMPDIR)/nccltrace
+	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g; s|@UNITDIR@|$(UNITDIR)|g' dist/nccltrace-agent.service.in \
+		>$(OUTPUT)/nccltrace-agent.service
+	$(Q)install -m 0644 $(OUTPUT)/nccltrace-agent.service $(DESTDIR)$(UNITDIR)/
+	$(Q)install -m 0644 README.md docs/benchmarks.md $(DESTDIR)$(DOCDIR)/
+	$(Q)install -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/copyright
+	@echo "installed under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/nccltrace $(DESTDIR)$(MANDIR)/nccltrace.8.gz \
+		$(DESTDIR)$(COMPDIR)/nccltrace $(DESTDIR)$(UNITDIR)/nccltrace-agent.service
+	$(Q)rm -rf $(DESTDIR)$(NT_LIBDIR) $(DESTDIR)$(DOCDIR)
+
+deb: $(OUTPUT)/nccltrace $(PLUGINS)
+	$(Q)rm -rf $(OUTPUT)/deb
+	$(Q)$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(OUTPUT))/deb/root \
+		>/dev/null
+	$(Q)scripts/deb.sh $(OUTPUT)/deb/root $(OUTPUT) $(VERSION)
 
 format:
 	$(Q)clang-format -i $(wildcard bpf/*.c bpf/*.h user/*/*.c user/*/*.h include/*.h tests/unit/*.c tests/unit/*.h tests/demo/*.c tests/demo/*.h tests/gpu/*.c tests/fixtures/*.c tests/fixtures/*/*.c tests/fixtures/*.h tests/bench/*.c)

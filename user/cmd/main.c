@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("nccltrace %s\n", NT_VERSION);
+		fputs(cli_version_text(), stdout);
 		return 0;
 	}
 	fprintf(stderr, "nccltrace: unknown command '%s' (try 'nccltrace --help')\n", cmd);

@@ -95,7 +95,7 @@ int jobenv_apply(const struct jobenv *e)
 int jobenv_libdir(char *buf, size_t len)
 {
 	const char *d = getenv("NCCLTRACE_LIBDIR");
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], lib[PATH_MAX + 64];
 	ssize_t n;
 
 	if (d && *d) {
@@ -110,6 +110,14 @@ int jobenv_libdir(char *buf, size_t len)
 		return -ENOENT;
 	*strrchr(exe, '/') = '\0';
 	snprintf(buf, len, "%s", exe);
+	/* installed (make install, the .deb): PREFIX/sbin/nccltrace, PREFIX/lib/nccltrace/ */
+	if (snprintf(lib, sizeof(lib), "%s/libnccl-profiler-nccltrace.so", exe) <
+		    (int)sizeof(lib) &&
+	    access(lib, F_OK) &&
+	    snprintf(lib, sizeof(lib), "%s/../lib/nccltrace/libnccl-profiler-nccltrace.so", exe) <
+		    (int)sizeof(lib) &&
+	    !access(lib, F_OK))
+		snprintf(buf, len, "%s/../lib/nccltrace", exe);
 	return 0;
 }
 

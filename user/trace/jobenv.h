@@ -37,7 +37,8 @@ bool jobenv_default(struct jobenv *e, char *const *cmd, const char *name, const 
 const char *jobenv_job_value(char *const *cmd, const char *name);
 /*
  * Where the libraries nccltrace puts into the job are: $NCCLTRACE_LIBDIR, else the directory of
- * the running nccltrace (they are built next to it). 0 or -errno.
+ * the running nccltrace (they are built next to it), else, installed, its ../lib/nccltrace
+ * (PREFIX/sbin/nccltrace, PREFIX/lib/nccltrace/). 0 or -errno.
  */
 int jobenv_libdir(char *buf, size_t len);
 /* $DIR/name of jobenv_libdir(), if it exists: 0, else -errno. */

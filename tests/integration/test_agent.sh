@@ -5,13 +5,14 @@
 # kernel's mmap records, groups each job's processes into one (its launcher maps libnccl before
 # its ranks do; the ranks' MASTER_ADDR:MASTER_PORT/WORLD_SIZE names it), traces each as attach
 # does: /state names the culprit within threshold + 2 s of the fault, the healthy job has no
-# finding; /metrics has every job's samples with a job label; each job gets its dump (0640,
+# finding; /metrics has every job's samples with a job label; watch --job over the agent names
+# the culprit, and without --job says which jobs there are; each job gets its dump (0640,
 # named by host and job), the oldest dump of the directory is evicted past --max-dump-bytes and
 # the eviction logged; a finished job's tracer leaves no BPF program or link; SIGKILL of the
 # agent while it traces a job: the job runs to its end unharmed, its tracer gone; SIGTERM: 0.
 # Usage errors and non-root: one line, 64 and 77.
 # lane: alone (the agent traces every NCCL job of the machine: other scripts' too)
-# checks: 18
+# checks: 20
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -85,6 +86,13 @@ if command -v promtool >/dev/null; then
 else
 	skip metrics_promtool "promtool not installed"
 fi
+# watch over the agent: --job names the hung one; without it, an agent of two jobs says so
+"$NT" watch --once --json --job MASTER_ADDR=127.0.0.1:29500/3 127.0.0.1:$PORT >"$TMP/watch.json" 2>"$TMP/watch.err"
+check watch_job "watch --job: $(jq -c '[.findings[] | {kind, rank}]' "$TMP/watch.json" 2>&1) $(head -2 "$TMP/watch.err")" -- \
+	jqe '[.findings[] | select(.kind == "stall" and .rank == 1)] | length == 1' "$TMP/watch.json"
+err=$("$NT" watch --once --json 127.0.0.1:$PORT 2>&1 >/dev/null)
+check watch_which_job "watch without --job: $err" -- \
+	bash -c 'grep -q "an agent of 2 jobs: name one with --job (MASTER_ADDR=127.0.0.1:29500/" <<<"$1"' _ "$err"
 wait $HUNG
 rc_hung=$?
 wait $HEALTHY

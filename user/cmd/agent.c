@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * `nccltrace agent`: always on, one per node. It finds each NCCL job as it starts (a process
- * that maps libnccl, from the kernel's mmap records: trace/mmapwatch.c), groups its processes
- * into one job (trace/jobkey.c: TORCHELASTIC_RUN_ID, SLURM_JOB_ID, MASTER_ADDR:MASTER_PORT with
- * WORLD_SIZE, else the launcher's process tree) and traces it as `nccltrace attach` does: with
+ * that maps libnccl, from the kernel's mmap records: trace/mmapwatch.c), takes its launcher's
+ * process tree as the job, names it (trace/jobkey.c: TORCHELASTIC_RUN_ID, SLURM_JOB_ID,
+ * MASTER_ADDR:MASTER_PORT with WORLD_SIZE, else the launcher) and traces it as attach does: with
  * an attach of its own, a child process, so that a job's tracer is what attach is, tested alone,
  * and a job's end (or its tracer's crash) leaves nothing of it in the agent. Each job's dump goes
  * to the dump directory; the directory is kept within --max-dump-bytes, the oldest job's dump
@@ -54,13 +54,12 @@ static const char agent_help[] =
 	"\n"
 	"Watch this whole node until stopped, and trace every NCCL job on it: a process that maps\n"
 	"libnccl is found within a second (from the kernel's mmap records, no scan of /proc),\n"
-	"its processes are grouped into one job (TORCHELASTIC_RUN_ID, SLURM_JOB_ID and\n"
-	"SLURM_STEP_ID, MASTER_ADDR:MASTER_PORT with WORLD_SIZE, else its launcher's process "
-	"tree,\n"
-	"in that order; each job says which), and the job is traced as 'nccltrace attach' traces\n"
-	"it, by an attach of its own that ends with the job. Findings are printed one a line "
-	"(with\n"
-	"their syslog priority under systemd).\n"
+	"its launcher's process tree is one job, named by the first of TORCHELASTIC_RUN_ID,\n"
+	"SLURM_JOB_ID and SLURM_STEP_ID, MASTER_ADDR:MASTER_PORT with WORLD_SIZE, else the\n"
+	"launcher (each job says which), and the job is traced as 'nccltrace attach' traces it, "
+	"by\n"
+	"an attach of its own that ends with the job. Findings are printed one a line (with their\n"
+	"syslog priority under systemd).\n"
 	"\n"
 	"Options:\n"
 	"  --dump-dir DIR          each job's dump, "
@@ -230,14 +229,14 @@ static int key_of(int pid, struct jobkey *k, int *root)
 }
 
 /*
- * The live job pid belongs to: one of the same launcher (a launcher that maps libnccl itself,
- * torchrun, has none of its workers' variables), or of the same key
+ * The live job pid belongs to: the one of its launcher (a launcher that maps libnccl itself,
+ * torchrun, has none of its workers' variables). A key alone does not join two launchers' trees:
+ * a MASTER_ADDR:MASTER_PORT is taken again by the next job while the last one winds down.
  */
-static struct agent_job *job_of(struct agent *a, const struct jobkey *k, int root)
+static struct agent_job *job_of(struct agent *a, int root)
 {
 	for (int i = 0; i < a->n; i++)
-		if (a->j[i].child && (a->j[i].root == root || (!strcmp(a->j[i].key.rule, k->rule) &&
-							       !strcmp(a->j[i].key.id, k->id))))
+		if (a->j[i].child && a->j[i].root == root)
 			return &a->j[i];
 	return NULL;
 }
@@ -311,7 +310,7 @@ static void on_nccl(void *ctx, int pid, const char *path)
 
 	if (seen(a, pid) || key_of(pid, &k, &root))
 		return;
-	if ((j = job_of(a, &k, root))) {
+	if ((j = job_of(a, root))) {
 		/* its launcher found first: the workers' variable names the job better */
 		if (!strcmp(j->key.rule, "launcher") && strcmp(k.rule, "launcher")) {
 			alog(a, 6, "job %s=%s is %s=%s (pid %d)", j->key.rule, j->key.id, k.rule,

@@ -28,19 +28,22 @@
 
 static const char watch_help[] =
 	"Usage: nccltrace watch [--once [--json]] [--token-file FILE] [-t SEC] [--no-tui]\n"
-	"                       HOST:PORT...\n"
+	"                       [--job RULE=ID] HOST:PORT...\n"
 	"\n"
-	"Watch a job of several hosts, one 'nccltrace run --listen' per host: fetch every\n"
-	"tracer's /state twice a second, put the snapshots on one clock (each tracer's realtime\n"
-	"anchor) and diagnose them as one job, so a rank waiting on a rank of another host names\n"
-	"that rank, with its host's evidence. A dashboard when stdout is a terminal, else the\n"
-	"findings as they open and close.\n"
+	"Watch a job of several hosts, one 'nccltrace run --listen' (or 'nccltrace agent\n"
+	"--listen') per host: fetch every tracer's /state twice a second, put the snapshots on\n"
+	"one clock (each tracer's realtime anchor) and diagnose them as one job, so a rank\n"
+	"waiting on a rank of another host names that rank, with its host's evidence. A\n"
+	"dashboard when stdout is a terminal, else the findings as they open and close.\n"
 	"\n"
 	"Options:\n"
 	"  --once             one round: print the findings and exit\n"
 	"  --json             with --once: {\"findings\":[...], \"hosts\":[...]} (the findings as\n"
 	"                     'report --json' has them, each with its culprit's \"host\")\n"
 	"  --token-file FILE  send 'Authorization: Bearer' and FILE's first line\n"
+	"  --job RULE=ID      of each agent ('nccltrace agent --listen'), that job (as its\n"
+	"                     /state names it: MASTER_ADDR=10.0.0.1:29500/16); an agent of\n"
+	"                     one job needs none\n"
 	"  -t, --stall-threshold SEC  default: the first tracer's\n"
 	"  --no-tui           plain output even on a terminal\n"
 	"  -h, --help         this help\n"
@@ -53,13 +56,14 @@ static const char watch_help[] =
 
 static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_ONCE = 256, OPT_JSON, OPT_TOKEN, OPT_NO_TUI };
+	enum { OPT_ONCE = 256, OPT_JSON, OPT_TOKEN, OPT_NO_TUI, OPT_JOB };
 	static const struct option longopts[] = {
 		{"once", no_argument, NULL, OPT_ONCE},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"token-file", required_argument, NULL, OPT_TOKEN},
 		{"stall-threshold", required_argument, NULL, 't'},
 		{"no-tui", no_argument, NULL, OPT_NO_TUI},
+		{"job", required_argument, NULL, OPT_JOB},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
@@ -80,6 +84,16 @@ static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t
 			break;
 		case OPT_NO_TUI:
 			w->no_tui = true;
+			break;
+		case OPT_JOB:
+			if (!strchr(optarg, '=')) {
+				snprintf(err, errlen,
+					 "--job '%s': expected RULE=ID (an agent's /state "
+					 "names each job so)",
+					 optarg);
+				return -1;
+			}
+			w->job = optarg;
 			break;
 		case 't':
 			if (cli_parse_seconds(optarg, DIAG_MAX_THRESHOLD_S, &w->threshold_s)) {
@@ -267,7 +281,13 @@ int watch_main(int argc, char **argv)
 		return rc < 0 ? EXIT_USAGE : rc;
 	}
 	if (w.once) {
-		rc = watch_round(&w) ? 0 : EXIT_UNAVAILABLE;
+		int usable = 0;
+
+		watch_round(&w);
+		/* an answer that is no tracer's state (an agent's without --job) is none */
+		for (int i = 0; i < w.n; i++)
+			usable += !w.ep[i].err[0];
+		rc = usable ? 0 : EXIT_UNAVAILABLE;
 		if (rc)
 			fprintf(stderr, "nccltrace: no tracer answered (%s: %s)\n", w.ep[0].spec,
 				w.ep[0].err);

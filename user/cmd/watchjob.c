@@ -19,20 +19,62 @@ int watch_alloc(struct watch *w, char **specs, int n)
 }
 
 /*
+ * An agent's /state ({"jobs":[{rule, id, state}]}): the state of the job named by --job
+ * ("RULE=ID"), or of its only job; NULL (with why in the endpoint's err) when it has none or
+ * several and none is named. A tracer's /state as it is. o is taken over.
+ */
+static json_t *agent_job(struct watch *w, int i, json_t *o)
+{
+	json_t *jobs = json_object_get(o, "jobs"), *j, *pick = NULL;
+	char names[160] = "";
+	size_t k, len = 0;
+
+	if (!json_is_array(jobs))
+		return o;
+	json_array_foreach(jobs, k, j)
+	{
+		const char *rule = json_string_value(json_object_get(j, "rule")) ?: "",
+			   *id = json_string_value(json_object_get(j, "id")) ?: "";
+		size_t rl = strlen(rule);
+
+		if (w->job ? !strncmp(w->job, rule, rl) && w->job[rl] == '=' &&
+				     !strcmp(w->job + rl + 1, id)
+			   : json_array_size(jobs) == 1)
+			pick = json_object_get(j, "state");
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s=%s",
+						k ? ", " : "", rule, id);
+	}
+	if (json_is_object(pick))
+		json_incref(pick);
+	else if (w->job)
+		snprintf(w->ep[i].err, sizeof(w->ep[i].err),
+			 "an agent without the job %s (its jobs: %s)", w->job,
+			 json_array_size(jobs) ? names : "none");
+	else
+		snprintf(w->ep[i].err, sizeof(w->ep[i].err),
+			 "an agent of %zu jobs: name one with --job (%s)", json_array_size(jobs),
+			 json_array_size(jobs) ? names : "none yet");
+	json_decref(o);
+	return json_is_object(pick) ? pick : NULL;
+}
+
+/*
  * endpoint i's answer, on the first answer's clock: its snapshot's now, or 0 if it is none.
  * The document is kept in doc[i].
  */
 static int64_t take(struct watch *w, int i, json_t **doc)
 {
 	json_error_t je;
-	json_t *o = json_loadb(w->ep[i].body, w->ep[i].len, 0, &je);
+	json_t *o = agent_job(w, i, json_loadb(w->ep[i].body, w->ep[i].len, 0, &je));
 	json_t *b2r = json_object_get(o, "boot_to_realtime_ns");
 	json_t *now = json_object_get(json_object_get(o, "state"), "now_ns");
 	const char *host = json_string_value(json_object_get(o, "host"));
 
 	*doc = NULL;
 	if (!o || !json_is_integer(b2r) || !json_is_integer(now)) {
-		snprintf(w->ep[i].err, sizeof(w->ep[i].err), "not an nccltrace /state");
+		if (o || !w->ep[i].err[0])
+			snprintf(w->ep[i].err, sizeof(w->ep[i].err), "not an nccltrace /state");
 		json_decref(o);
 		return 0;
 	}

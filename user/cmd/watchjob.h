@@ -18,6 +18,7 @@ struct watch {
 	bool once, json, no_tui; /* watch's options */
 	double threshold_s;	 /* 0: the first tracer's */
 	const char *token_file;
+	const char *job; /* --job RULE=ID: that job of an agent's /state */
 	char token[256];
 	struct jobview v;
 	bool started;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Which job a process belongs to, for `nccltrace agent`, from its environment: the first rule
- * that applies, in this order (each named in the key):
+ * A job's name, for `nccltrace agent` (which takes a launcher's process tree as one job), from
+ * the environment of its processes: the first rule that applies, in this order (each named in
+ * the key):
  *   TORCHELASTIC_RUN_ID (torchrun; its default "none" says nothing and is passed over),
  *   SLURM_JOB_ID with SLURM_STEP_ID,
  *   MASTER_ADDR:MASTER_PORT with WORLD_SIZE,

@@ -40,7 +40,7 @@ STATIC_LIBS := -Wl,-Bstatic -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -ljansson -
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
-# user/ has one folder per stage (README, "How it works"): util, trace, model, nccl, diagnose,
+# user/ has one folder per stage (docs/internals.md, "How it works"): util, trace, model, nccl, diagnose,
 # present, cmd
 # user/plugin/ holds the libraries nccltrace puts into the job (each its own .so, see below)
 USER_SRCS := $(filter-out user/plugin/%,$(wildcard user/*/*.c))
@@ -324,7 +324,9 @@ install: $(OUTPUT)/nccltrace $(PLUGINS)
 	$(Q)sed 's|@SBINDIR@|$(SBINDIR)|g; s|@UNITDIR@|$(UNITDIR)|g' dist/nccltrace-agent.service.in \
 		>$(OUTPUT)/nccltrace-agent.service
 	$(Q)install -m 0644 $(OUTPUT)/nccltrace-agent.service $(DESTDIR)$(UNITDIR)/
-	$(Q)install -m 0644 README.md docs/benchmarks.md $(DESTDIR)$(DOCDIR)/
+	$(Q)install -d $(DESTDIR)$(DOCDIR)/docs
+	$(Q)install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	$(Q)install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(DOCDIR)/docs/
 	$(Q)install -m 0644 LICENSE $(DESTDIR)$(DOCDIR)/copyright
 	@echo "installed under $(DESTDIR)$(PREFIX)"
 

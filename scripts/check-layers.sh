@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# The rooms of user/ depend only on the rooms before them (README, "How it works"):
+# The rooms of user/ depend only on the rooms before them (docs/internals.md, "How it works"):
 #   util -> trace -> model -> nccl -> diagnose -> present -> cmd
 # A header of a later room included from an earlier one is a call back up: this fails on it.
 # Private headers (*_priv.h, diagnose/rules.h) are for their own room only. user/plugin/ (the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The records of a live trace dump (README, "The trace dump"): the header, process and
+ * The records of a live trace dump (docs/usage.md, "The trace dump"): the header, process and
  * connection events, rank identities, NCCL libraries and attachments, snapshots, quiet-mode
  * switches and the footer. Each builder returns a new JSON object for dump__write().
  */

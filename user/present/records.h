@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The records of a live trace dump, built from what the engine holds: each a new JSON object
- * (README, "The trace dump", lists the types and fields).
+ * (docs/usage.md, "The trace dump", lists the types and fields).
  */
 #ifndef NT_RECORDS_H
 #define NT_RECORDS_H

@@ -336,7 +336,7 @@ uninstall:
 	$(Q)rm -rf $(DESTDIR)$(NT_LIBDIR) $(DESTDIR)$(DOCDIR)
 
 deb: $(OUTPUT)/nccltrace $(PLUGINS)
-	$(Q)rm -rf $(OUTPUT)/deb
+	$(Q)rm -rf $(OUTPUT)/deb $(OUTPUT)/nccltrace_*.deb
 	$(Q)$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(OUTPUT))/deb/root \
 		>/dev/null
 	$(Q)scripts/deb.sh $(OUTPUT)/deb/root $(OUTPUT) $(VERSION)

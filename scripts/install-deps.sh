@@ -5,15 +5,15 @@
 # Debian 12 packages (apt-cache search: no other python3.X): the Python stack reader's tests run
 # on it, and on every other CPython the machine has (tests/unit/test_pystack.c). clang's
 # sanitizer and libFuzzer runtimes (make check's sanitized pass and fuzzers) are
-# libclang-rt-14-dev, only a recommendation of clang: this script installs none. man-db and
-# systemd: the installed tree's checks (man -l on nccltrace(8), systemd-analyze verify on the
-# agent's unit).
+# libclang-rt-14-dev, only a recommendation of clang: this script installs none. man-db,
+# systemd and lintian: the installed tree's checks (man -l on nccltrace(8), systemd-analyze
+# verify on the agent's unit, lintian on the .deb).
 set -eu
 
 PKGS="make gcc g++ clang libclang-rt-14-dev llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev libjansson-dev
 libdw-dev liblzma-dev libbz2-dev libcmocka-dev libncurses-dev pkg-config jq iproute2 procps
 tmux chromium time strace libibverbs-dev libibverbs1 python3 python3.11 libmicrohttpd-dev
-libcurl4-openssl-dev prometheus curl man-db systemd"
+libcurl4-openssl-dev prometheus curl man-db systemd lintian"
 
 missing=""
 for p in $PKGS; do

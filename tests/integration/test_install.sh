@@ -5,8 +5,9 @@
 # job), nccltrace(8) renders with man -l without a warning and has every command, the systemd
 # unit passes systemd-analyze verify, the bash completion completes commands and each command's
 # options as its --help lists them, --version says what it knows; `make deb` builds a package
-# that installs into a scratch dpkg root and removes from it leaving nothing.
-# checks: 12
+# that lintian passes without an error or a warning, that installs into a scratch dpkg root and
+# removes from it leaving nothing.
+# checks: 13
 . "$(dirname "$0")/lib.sh"
 
 I=$TMP/i
@@ -71,6 +72,15 @@ deb=$(make -s -C "$ROOT" deb OUTPUT="$ROOT/build" 2>&1 | tail -1)
 check deb_built "make deb: $deb; $(dpkg-deb -f "$deb" Package Depends 2>&1 | tr '\n' ' ')" -- bash -c '
 	test "$(dpkg-deb -f "$1" Package)" = nccltrace && dpkg-deb -f "$1" Depends | grep -q libbpf1 &&
 	[ "$(dpkg-deb -c "$1" | grep -c "\./usr/sbin/nccltrace$")" = 1 ]' _ "$deb"
+if command -v lintian >/dev/null; then
+	lintian --fail-on error,warning "$deb" >"$TMP/lintian.out" 2>&1
+	rc=$?
+	out=$(grep -v "running with root privileges" "$TMP/lintian.out")
+	check deb_lintian "lintian (exit $rc): $(grep -E '^[EW]:' <<<"$out" | sort -u | head -5)" -- \
+		bash -c '[ "$1" -eq 0 ] && ! grep -qE "^[EW]:" <<<"$2"' _ "$rc" "$out"
+else
+	skip deb_lintian "lintian not installed (scripts/install-deps.sh installs it)"
+fi
 R=$TMP/root
 mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates"
 : >"$R/var/lib/dpkg/status"

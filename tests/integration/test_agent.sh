@@ -8,11 +8,12 @@
 # finding; /metrics has every job's samples with a job label; watch --job over the agent names
 # the culprit, and without --job says which jobs there are; each job gets its dump (0640,
 # named by host and job), the oldest dump of the directory is evicted past --max-dump-bytes and
-# the eviction logged; a finished job's tracer leaves no BPF program or link; SIGKILL of the
-# agent while it traces a job: the job runs to its end unharmed, its tracer gone; SIGTERM: 0.
+# the eviction logged; a finished job's tracer leaves no BPF program or link; four short jobs in a
+# row (two hung): four dumps, no link left; SIGKILL of the agent while it traces two jobs: they
+# run to their ends unharmed, their tracers gone; SIGTERM: 0.
 # Usage errors and non-root: one line, 64 and 77.
 # lane: alone (the agent traces every NCCL job of the machine: other scripts' too)
-# checks: 20
+# checks: 21
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -120,21 +121,51 @@ check evicted "$(grep evicted "$TMP/agent.log")" -- bash -c '
 check finding_logged "$(grep -m1 STALL "$TMP/agent.log")" -- \
 	grep -qE "^nccltrace agent: job MASTER_ADDR=127.0.0.1:29500/3: STALL [0-9.]+s  rank 1 " "$TMP/agent.log"
 
-# SIGKILL of the agent while it traces a job: the job runs on to its end, its tracer detaches
+# short jobs in a row, every other one hung 2 s: each gets its dump, each tracer ends with its
+# job, and no BPF link is left on the machine (this script runs alone); the agent's memory
+links() { bpftool link show 2>/dev/null | grep -cE '^[0-9]+:' || true; }
+n0=$(grep -c ' ended (its tracer' "$TMP/agent.log")
+rss0=$(awk '/^VmRSS/ { print $2 }' /proc/$AG/status)
+for i in 1 2 3 4; do
+	if [ $((i % 2)) = 0 ]; then
+		(cd "$TMP" && exec "$NJ" --ranks 2 --iters 12 --fault in-collective --fault-rank 1 \
+			--fault-for 2 >/dev/null 2>&1)
+	else
+		(cd "$TMP" && exec "$NJ" --ranks 2 --iters 12 >/dev/null 2>&1)
+	fi
+done
+wait_for 15 bash -c "[ \$(grep -c ' ended (its tracer' '$TMP/agent.log') -ge $((n0 + 4)) ]"
+echo "# the agent's RSS: $rss0 KiB before 4 short jobs, $(awk '/^VmRSS/ { print $2 }' /proc/$AG/status) KiB after"
+# each ended job's dump: in the directory, or evicted by the budget (and logged so)
+kept=0
+for d in $(grep ' ended (its tracer exit 0)' "$TMP/agent.log" | tail -n +$((n0 + 1)) | sed 's/.*: dump \([^,]*\), .*/\1/'); do
+	{ [ -s "$d" ] || grep -qF "evicted $d " "$TMP/agent.log"; } && kept=$((kept + 1))
+done
+check short_jobs "jobs ended: $(($(grep -c ' ended (its tracer exit 0)' "$TMP/agent.log") - n0)) of 4, their dumps kept or evicted: $kept; links left: $(links)" -- \
+	bash -c '[ $(($(grep -c " ended (its tracer exit 0)" "$1") - $2)) -eq 4 ] && [ "$3" -eq 4 ] &&
+		[ "$(bpftool link show 2>/dev/null | grep -cE "^[0-9]+:")" = 0 ]' _ "$TMP/agent.log" "$n0" "$kept"
+
+# SIGKILL of the agent while it traces two jobs: they run on to their ends, their tracers detach
 (cd "$TMP" && exec "$NJ" --ranks 2 --iters 300 >"$TMP/k.out" 2>&1) &
 KJ=$!
-wait_for 10 bash -c "grep -q 'traced by pid' '$TMP/agent.log' && [ \$(grep -c 'traced by pid' '$TMP/agent.log') -ge 3 ]"
-kt=$(grep 'traced by pid' "$TMP/agent.log" | tail -1 | sed 's/.*traced by pid \([0-9]*\).*/\1/')
+(cd "$TMP" && exec "$NJ" --ranks 3 --iters 300 >"$TMP/k2.out" 2>&1) &
+KJ2=$!
+n=$(grep -c 'traced by pid' "$TMP/agent.log")
+wait_for 10 bash -c "[ \$(grep -c 'traced by pid' '$TMP/agent.log') -ge $((n + 2)) ]"
+kt=$(grep 'traced by pid' "$TMP/agent.log" | tail -2 | sed 's/.*traced by pid \([0-9]*\).*/\1/' | tr '\n' ' ')
 sleep 1
 kill -KILL $AG
 wait $AG 2>/dev/null
-wait_for 10 bash -c "! kill -0 $kt 2>/dev/null"
-check sigkill_tracer_gone "the job's tracer (pid $kt) $(kill -0 "$kt" 2>/dev/null && echo 'still runs' || echo gone)" -- \
-	bash -c "! kill -0 $kt 2>/dev/null"
+wait_for 10 bash -c "for t in $kt; do kill -0 \$t 2>/dev/null && exit 1; done; exit 0"
+check sigkill_tracers_gone "the jobs' tracers (pids $kt): $(for t in $kt; do kill -0 "$t" 2>/dev/null && echo "$t still runs"; done)" -- \
+	bash -c "for t in $kt; do kill -0 \$t 2>/dev/null && exit 1; done; [ -n '$kt' ]"
 wait $KJ
 rc=$?
-check sigkill_job_unharmed "exit $rc: $(tail -1 "$TMP/k.out")" -- \
-	bash -c '[ "$1" -eq 0 ] && grep -q "300 all-reduces" "$2"' _ $rc "$TMP/k.out"
+wait $KJ2
+rc2=$?
+check sigkill_jobs_unharmed "exit $rc and $rc2: $(tail -1 "$TMP/k.out"); $(tail -1 "$TMP/k2.out")" -- \
+	bash -c '[ "$1" -eq 0 ] && [ "$2" -eq 0 ] && grep -q "300 all-reduces" "$3" && grep -q "300 all-reduces" "$4"' \
+	_ $rc $rc2 "$TMP/k.out" "$TMP/k2.out"
 
 # SIGTERM: every job's tracer detaches, exit 0
 "$NT" agent --dump-dir "$DD" >"$TMP/agent2.log" 2>&1 &

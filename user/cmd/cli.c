@@ -12,28 +12,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "cmd/cli.h"
-#include "nccltrace.h"
 #include "cmd/listen.h"
 #include "diagnose/diagnose.h"
 #include "present/dump.h"
 #include "trace/tracer.h"
 
 const char *cli_self = "/proc/self/exe";
-
-const char *cli_version_text(void)
-{
-	static char text[640];
-
-	snprintf(text, sizeof(text),
-		 "nccltrace %s\n"
-		 "dump format %d (reads 1-%d)\n"
-		 "NCCL: probes by name for 2.18-2.30 (NVIDIA/nccl v2.18.6-1 ... v2.30.7-1; later "
-		 "versions are probed by the same names where they have them: "
-		 "'nccltrace probes LIB' says what a library offers)\n"
-		 "NCCL profiler plugin: API v1-v6 (NCCL 2.23-2.30)\n",
-		 NT_VERSION, NT_DUMP_FORMAT, NT_DUMP_FORMAT);
-	return text;
-}
 
 const char cli_main_help[] =
 	"Usage: nccltrace COMMAND [OPTIONS]\n"

@@ -75,8 +75,6 @@ int cli_parse_seconds(const char *s, double max, double *out);
 
 extern const char cli_run_help[];
 extern const char cli_main_help[];
-/* `nccltrace --version`: its version, the dump format, the NCCL and profiler APIs it knows */
-const char *cli_version_text(void);
 /* what starts this nccltrace again: the bundle's script (NCCLTRACE_SELF), else /proc/self/exe */
 extern const char *cli_self;
 extern const char cli_attach_help[];

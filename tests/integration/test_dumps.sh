@@ -9,7 +9,7 @@
 # sanitized pass, over far more dumps than re-running the scripts would give. A check per reader
 # and script whose dumps it reads (SCRIPTS: the 25 that leave dumps), so that a failure names
 # both; each reads at least one dump of that script.
-# checks: 151
+# checks: 163
 # lane: long 300 (the sanitized pass: every dump read twice, at nice 19)
 . "$(dirname "$0")/lib.sh"
 
@@ -27,9 +27,9 @@ if [ -z "$FROM" ] || [ ! -d "$FROM" ]; then
 fi
 
 # the scripts that leave dumps (test_probes and this one leave none)
-SCRIPTS=(test_adaptive test_attach test_attachcomms test_audit test_bundle test_counters_old
+SCRIPTS=(test_adaptive test_agent test_attach test_attachcomms test_audit test_bundle test_counters_old
 	test_doctor test_dumprate test_flood test_hostile test_ib test_kill test_multinode
-	test_nccl test_nccllog test_postmortem test_privs test_profiler test_pystacks test_report
+	test_install test_nccl test_nccllog test_postmortem test_privs test_profiler test_pystacks test_report
 	test_run test_scale test_stall test_tui test_variants)
 READERS=(report json html convert doctor cat)
 mapfile -t DUMPS < <(find "$FROM" \( -name '*.jsonl' -o -name '*.jsonl.zst' \) -type f | sort)

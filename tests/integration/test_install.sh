@@ -56,7 +56,9 @@ check completion_options "${bad:-the options of every command}" -- test -z "$bad
 
 # the installed binary finds its libraries in ../lib/nccltrace and puts them into the job
 if bpf_usable; then
-	"$I/usr/sbin/nccltrace" run --no-tui --dump "$TMP/inst.jsonl" -- env >"$TMP/inst.out" 2>&1
+	# (not the sanitized pass's NCCLTRACE_LIBDIR: the installed tree's own)
+	env -u NCCLTRACE_LIBDIR "$I/usr/sbin/nccltrace" run --no-tui --dump "$TMP/inst.jsonl" -- env \
+		>"$TMP/inst.out" 2>&1
 	check installed_libdir "$(grep -E 'NCCL_PROFILER_PLUGIN|LD_AUDIT|nccltrace:' "$TMP/inst.out" | head -4)" -- \
 		grep -qx "NCCL_PROFILER_PLUGIN=$I/usr/sbin/../lib/nccltrace/libnccl-profiler-nccltrace.so" "$TMP/inst.out"
 else

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "cmd/agent.h"
 #include "cmd/cli.h"
 #include "trace/tracer.h"
 
@@ -430,6 +431,12 @@ static int parse_example(const char *line, char *err)
 		rc = cli_parse_doctor(argc - first, argv + first, &o, err, ERRLEN);
 		if (rc == 0 && o.help)
 			rc = -1;
+	} else if (strcmp(argv[first], "agent") == 0) {
+		struct agent_opts o;
+
+		rc = agent_parse_opts(&o, argc - first, argv + first, err, ERRLEN);
+		if (rc == 0 && o.help)
+			rc = -1;
 	} else if (strcmp(argv[first], "probes") == 0) {
 		/* one library path, options before it */
 		rc = argc - first >= 2 && argv[argc - 1][0] != '-' ? 0 : -1;
@@ -476,7 +483,7 @@ static void test_help_examples_parse(void **state)
 {
 	(void)state;
 	assert_int_equal(check_help_examples(cli_run_help), 2);
-	assert_int_equal(check_help_examples(cli_main_help), 6);
+	assert_int_equal(check_help_examples(cli_main_help), 7);
 	assert_int_equal(check_help_examples(cli_attach_help), 3);
 	assert_int_equal(check_help_examples(cli_report_help), 3);
 	assert_int_equal(check_help_examples(cli_probes_help), 2);

@@ -80,7 +80,7 @@ static const char agent_help[] =
 
 #include "cmd/agent.h"
 
-static int agent_parse(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen)
+int agent_parse_opts(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen)
 {
 	enum { OPT_DIR = 256, OPT_BUDGET, OPT_LISTEN, OPT_TOKEN };
 	static const struct option longopts[] = {
@@ -430,7 +430,8 @@ static void evict(struct agent *a)
 		f[n++].size = st.st_size;
 	}
 	closedir(d);
-	qsort(f, (size_t)n, sizeof(*f), by_mtime);
+	if (n)
+		qsort(f, (size_t)n, sizeof(*f), by_mtime);
 	for (int i = 0; i < n && total > a->o.budget; i++) {
 		if (unlink(f[i].path))
 			continue;
@@ -580,7 +581,7 @@ int agent_main(int argc, char **argv)
 	sigset_t mask;
 	int rc, sfd;
 
-	if (agent_parse(&a.o, argc, argv, err, sizeof(err))) {
+	if (agent_parse_opts(&a.o, argc, argv, err, sizeof(err))) {
 		fprintf(stderr, "nccltrace: %s\n", err);
 		return EXIT_USAGE;
 	}

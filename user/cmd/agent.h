@@ -47,6 +47,9 @@ struct agent {
 	int seen[AGENT_SEEN], nseen;
 };
 
+/* agent's options (argv[0] "agent"): 0, or -1 with why in err */
+int agent_parse_opts(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen);
+
 /* --listen's page of url (/metrics, /state): every job's, fetched from its tracer now */
 char *agent_page(void *ctx, const char *url, const char **type);
 

@@ -268,6 +268,17 @@ static int start_attach(struct agent *a, struct agent_job *j)
 	return 0;
 }
 
+/*
+ * nccltrace's own processes (its tracers read libnccl for their probes, and /proc shows it in
+ * their maps): never a job. Every nccltrace names itself so (main.c, PR_SET_NAME).
+ */
+static bool is_nccltrace(int pid)
+{
+	struct proc_stat st;
+
+	return procfs_read_stat(pid, &st) == 0 && !strcmp(st.comm, "nccltrace");
+}
+
 /* a process mapped libnccl: its job traced, unless it is already */
 static void on_nccl(void *ctx, int pid, const char *path)
 {
@@ -276,7 +287,7 @@ static void on_nccl(void *ctx, int pid, const char *path)
 	struct jobkey k;
 	int rc, root;
 
-	if (seen(a, pid) || key_of(pid, &k, &root))
+	if (seen(a, pid) || is_nccltrace(pid) || key_of(pid, &k, &root))
 		return;
 	if ((j = job_of(a, root))) {
 		/* its launcher found first: the workers' variable names the job better */

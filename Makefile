@@ -43,8 +43,8 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # user/ has one folder per stage (docs/internals.md, "How it works"): util, trace, model, nccl, diagnose,
 # present, cmd
 # user/plugin/ holds the libraries nccltrace puts into the job (each its own .so, see below)
-USER_SRCS := $(filter-out user/plugin/%,$(wildcard user/*/*.c))
-USER_HDRS := $(filter-out user/plugin/%,$(wildcard user/*/*.h))
+USER_SRCS := $(filter-out user/plugin/% user/helper/%,$(wildcard user/*/*.c))
+USER_HDRS := $(filter-out user/plugin/% user/helper/%,$(wildcard user/*/*.h))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
 # Libraries loaded into the job (user/plugin/NAME.c -> build/libNAME.so, next to nccltrace, which
 # finds them there): plain C against libc only, no symbol newer than glibc 2.17 (GPU nodes run
@@ -53,6 +53,9 @@ PLUGIN_SRCS := $(wildcard user/plugin/*.c)
 PLUGINS := $(patsubst user/plugin/%.c,$(OUTPUT)/lib%.so,$(PLUGIN_SRCS))
 PLUGIN_CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS)) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude -fPIC -shared \
 		 -fvisibility=hidden
+# Helpers nccltrace runs beside the job, found where the plugins are: nccltrace-nvml (NVML,
+# which the static build cannot dlopen; user/helper/), under the same glibc 2.17 rule
+HELPERS := $(OUTPUT)/nccltrace-nvml
 # NCCL dlcloses its profiler plugin when the last communicator is destroyed: nodelete keeps the
 # state mapped, so the tracer still reads the final counts (and a reload finds it again)
 $(OUTPUT)/libnccl-profiler-nccltrace.so: PLUGIN_LDFLAGS := -Wl,-z,nodelete
@@ -77,7 +80,7 @@ SCANCOST := $(OUTPUT)/scancost
 .SECONDARY: $(BPF_OBJS) $(SKELS) $(OUTPUT)/vmlinux.h
 .PHONY: all static bundle test check demo bench gpu clean format unit-bins asan asan-check fuzz fuzz-build fuzz-bins install uninstall deb
 
-all: $(OUTPUT)/nccltrace $(PLUGINS) $(DEMO) $(FIXTURES)
+all: $(OUTPUT)/nccltrace $(PLUGINS) $(HELPERS) $(DEMO) $(FIXTURES)
 
 $(OUTPUT) $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
@@ -110,14 +113,22 @@ $(OUTPUT)/lib%.so: user/plugin/%.c $(wildcard include/*.h) | $(OUTPUT)
 	$(Q)$(CC) $(PLUGIN_CFLAGS) $< -Wl,--fatal-warnings,-z,defs $(PLUGIN_LDFLAGS) -o $@
 	$(Q)scripts/check-glibc.sh $@
 
+# dlopen at its GLIBC_2.2.5 version, from libdl.so.2 (a stub from glibc 2.34 on, kept needed);
+# an executable's start (crt1.o) needs glibc 2.34: older nodes go without NVML, and say so
+$(OUTPUT)/nccltrace-nvml: user/helper/nccltrace-nvml.c user/helper/nvmlapi.h | $(OUTPUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) $(WARN) -std=gnu11 -D_GNU_SOURCE $< \
+		-Wl,--fatal-warnings,--no-as-needed -ldl -o $@
+	$(Q)GLIBC_MAX=2.34 scripts/check-glibc.sh $@
+
 $(OUTPUT)/nccltrace: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $^ $(LIBS) -Wl,--fatal-warnings -o $@
 
-static: $(OUTPUT)/nccltrace-static $(PLUGINS)
+static: $(OUTPUT)/nccltrace-static $(PLUGINS) $(HELPERS)
 
 # the full build with every library it loads and glibc's loader, for any x86-64 Linux
-bundle: $(OUTPUT)/nccltrace $(PLUGINS)
+bundle: $(OUTPUT)/nccltrace $(PLUGINS) $(HELPERS)
 	$(call msg,BUNDLE,$(OUTPUT)/nccltrace-bundle)
 	$(Q)scripts/bundle.sh $(OUTPUT) $(OUTPUT)/nccltrace-bundle >/dev/null
 
@@ -312,11 +323,12 @@ MANDIR = $(PREFIX)/share/man/man8
 COMPDIR = $(PREFIX)/share/bash-completion/completions
 UNITDIR = $(PREFIX)/lib/systemd/system
 DOCDIR = $(PREFIX)/share/doc/nccltrace
-install: $(OUTPUT)/nccltrace $(PLUGINS)
+install: $(OUTPUT)/nccltrace $(PLUGINS) $(HELPERS)
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(NT_LIBDIR) $(DESTDIR)$(MANDIR) \
 		$(DESTDIR)$(COMPDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(DOCDIR)
 	$(Q)install -m 0755 $(OUTPUT)/nccltrace $(DESTDIR)$(SBINDIR)/nccltrace
 	$(Q)install -m 0644 $(PLUGINS) $(DESTDIR)$(NT_LIBDIR)/
+	$(Q)install -m 0755 $(HELPERS) $(DESTDIR)$(NT_LIBDIR)/
 	$(Q)scripts/manpage.sh $(OUTPUT)/nccltrace $(OUTPUT)/nccltrace.8 $(SBINDIR) $(NT_LIBDIR) \
 		$(UNITDIR)
 	$(Q)gzip -9n <$(OUTPUT)/nccltrace.8 >$(DESTDIR)$(MANDIR)/nccltrace.8.gz
@@ -335,7 +347,7 @@ uninstall:
 		$(DESTDIR)$(COMPDIR)/nccltrace $(DESTDIR)$(UNITDIR)/nccltrace-agent.service
 	$(Q)rm -rf $(DESTDIR)$(NT_LIBDIR) $(DESTDIR)$(DOCDIR)
 
-deb: $(OUTPUT)/nccltrace $(PLUGINS)
+deb: $(OUTPUT)/nccltrace $(PLUGINS) $(HELPERS)
 	$(Q)rm -rf $(OUTPUT)/deb $(OUTPUT)/nccltrace_*.deb
 	$(Q)$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(OUTPUT))/deb/root \
 		>/dev/null

@@ -22,7 +22,7 @@ interp=$(readelf -l "$bin" | sed -n 's/.*Requesting program interpreter: \(.*\)\
 rm -rf "$D"
 mkdir -p "$D/lib"
 cp "$bin" "$D/lib/nccltrace"
-for so in "$B"/libnccl-profiler-nccltrace.so "$B"/libnccltrace-audit.so; do
+for so in "$B"/libnccl-profiler-nccltrace.so "$B"/libnccltrace-audit.so "$B"/nccltrace-nvml; do
 	[ -f "$so" ] || { echo "bundle: $so is missing (make builds it)" >&2; exit 66; }
 	cp "$so" "$D/lib/"
 done

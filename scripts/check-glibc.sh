@@ -4,7 +4,7 @@
 # older distributions: no symbol version newer than GLIBC_2.17 (CentOS 7's; Ubuntu 20.04 has
 # 2.31). Fails with the symbols that need more.
 set -u
-max=2.17
+max=${GLIBC_MAX:-2.17}
 bad=0
 for lib in "$@"; do
 	while read -r ver sym; do

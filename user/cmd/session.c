@@ -30,6 +30,7 @@
 #include "nccl/verbsoffs.h"
 #include "present/console.h"
 #include "present/records.h"
+#include "trace/gpuwatch.h"
 #include "trace/hostcheck.h"
 #include "util/clock.h"
 #include "util/fmt.h"
@@ -326,6 +327,20 @@ static void learn_rhythm(struct session *s, uint64_t now)
 	set_tick(s, fast ? FAST_TICK_NS : TICK_NS);
 }
 
+/* the ranks' GPUs into the snapshot; sampled at once when a finding has opened */
+static void session_gpu_tick(struct session *s, uint64_t now)
+{
+	int open = findings_open_count(&s->findings);
+	const char *st = gpuwatch_status(s->gpu);
+
+	gpuwatch_tick(s->gpu, &s->snap, now, open > s->open_before);
+	s->open_before = open;
+	if (*st && strcmp(st, s->gpu_told)) {
+		pr_info("GPUs: %s\n", st);
+		snprintf(s->gpu_told, sizeof(s->gpu_told), "%s", st);
+	}
+}
+
 void session_tick(struct session *s, bool force_snapshot)
 {
 	uint64_t now;
@@ -350,6 +365,7 @@ void session_tick(struct session *s, bool force_snapshot)
 					     s->stats[NT_STAT_SUPP_NCCL];
 	}
 	nccl_snapshot(s, now);
+	session_gpu_tick(s, now);
 	/*
 	 * the phase stacks (BPF) and the ranks' memory were read after now: no time of theirs is
 	 * later (the connection map was read before it)
@@ -463,6 +479,8 @@ void session_footer(struct session *s, int exit_status)
 		if (s->opts.max_dump_bytes)
 			json_object_set_new(f, "budget", dump__budget_json(s->dump));
 	}
+	if (f && *gpuwatch_status(s->gpu))
+		json_object_set_new(f, "gpus", json_string(gpuwatch_status(s->gpu)));
 	session_dump(s, f);
 }
 
@@ -772,6 +790,8 @@ int session_open(struct session *s, const struct launch_creds *cr)
 	rc = open_tracer(s);
 	if (rc)
 		return rc;
+	s->gpu = gpuwatch_open(jobenv_lib("nccltrace-nvml", path, sizeof(path)) ? NULL : path,
+			       clock_mono_ns());
 	if (s->opts.dump_path)
 		snprintf(path, sizeof(path), "%s", s->opts.dump_path);
 	else {
@@ -844,6 +864,7 @@ void session_close(struct session *s)
 	rhythms_free(&s->rhythms);
 	free(s->found);
 	stackwatch_free(s->stackw);
+	gpuwatch_close(s->gpu);
 	sockseeds_free(&s->seeds);
 	model__free(s->model);
 }

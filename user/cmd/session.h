@@ -90,6 +90,9 @@ struct session {
 	char dump_path[PATH_MAX];
 	struct listener *listen; /* --listen: /metrics and /state, NULL: off */
 	char loopback[128];	 /* host_loopback_id(), for merges across tracers */
+	struct gpuwatch *gpu;	 /* the ranks' GPUs (trace/gpuwatch.c) */
+	char gpu_told[200];	 /* its status, as last logged */
+	int open_before;	 /* findings open at the last tick: more now, a GPU sample */
 };
 
 /*

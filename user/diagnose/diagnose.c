@@ -73,6 +73,7 @@ int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct 
 	retry_findings(s, cfg, out, &n, max);
 	setup_findings(s, cfg, out, &n, max);
 	straggler_findings(s, cfg, out, &n, max);
+	gpu_findings(s, out, &n, max);
 	for (int i = 0; i < n; i++) {
 		finding_key(s, &out[i]);
 		threshold_evidence(s, cfg, &out[i]);

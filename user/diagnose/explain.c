@@ -625,6 +625,7 @@ void explain_finding(const struct snapshot *s, struct finding *f)
 	differ_rules(s, f, &h, who);
 	unread_rules(s, f, &h, inv, ninv);
 	kind_rules(f, &h, f->pid > 0 ? snapshot_proc(s, f->pid) : NULL);
+	explain_gpu_rules(&h, s, f);
 	/* NCCL's own last words, unless the finding quotes them already */
 	for (int i = 0; i < f->nevidence; i++)
 		if (!strncmp(f->evidence[i], "NCCL WARN", 9))

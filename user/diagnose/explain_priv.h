@@ -21,4 +21,7 @@ long num_of(const struct snap_proc *p, const char *name, long def);
 void explain_ib_rules(struct hyps *h, const struct snap_proc *p);
 void explain_ib_async_rules(struct hyps *h, const struct snap_proc *p);
 
+/* The culprit's GPU (gpu.c): its figures as evidence, what they suggest as hypotheses */
+void explain_gpu_rules(struct hyps *h, const struct snapshot *s, struct finding *f);
+
 #endif /* NT_EXPLAIN_PRIV_H */

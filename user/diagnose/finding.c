@@ -18,6 +18,7 @@ static const char *const kind_names[FINDING_KIND_MAX] = {
 	[FINDING_STRAGGLER] = "straggler",
 	[FINDING_CONN_ERROR] = "conn_error",
 	[FINDING_IB_ERROR] = "ib_error",
+	[FINDING_GPU_ERROR] = "gpu_error",
 	[FINDING_CONFIG] = "config",
 };
 

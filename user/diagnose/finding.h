@@ -40,6 +40,7 @@ enum finding_kind {
 	FINDING_CONN_ERROR,
 	FINDING_IB_ERROR,
 	FINDING_CONFIG,
+	FINDING_GPU_ERROR, /* a rank's GPU raised an Xid or an uncorrectable ECC error */
 	FINDING_KIND_MAX,
 };
 

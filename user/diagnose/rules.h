@@ -66,6 +66,8 @@ struct finding *mismatch_finding(const struct snapshot *s, const int *mem, int n
 /* collmm.c: the profiler plugin's latched mismatch among members all[0..nall); false if none */
 bool latched_mismatch(const struct snapshot *s, const struct diag_config *cfg, const int *all,
 		      int nall, struct finding *out, int *n, int max);
+/* gpu.c: a rank's GPU that raised an Xid or an uncorrectable ECC error; outranks the rest */
+void gpu_findings(const struct snapshot *s, struct finding *out, int *n, int max);
 /* ib.c: InfiniBand/RoCE errors and blocked handshakes */
 void ib_findings(const struct snapshot *s, struct finding *out, int *n, int max);
 void ib_handshake_findings(const struct snapshot *s, const struct diag_config *cfg,

@@ -131,6 +131,12 @@ static json_t *proc_json(const struct snap_proc *p)
 		sf_put(e, p->ib_err, sf_ib_err, sf_ib_err_n);
 		json_object_set_new(o, "ib_error", e);
 	}
+	if (p->gpu) {
+		json_t *g = json_object();
+
+		sf_put(g, p->gpu, sf_gpu, sf_gpu_n);
+		json_object_set_new(o, "gpu", g);
+	}
 	if (p->ib) {
 		json_t *ib = json_object();
 
@@ -333,7 +339,19 @@ static int proc_log(struct snapstore *st, struct snap_proc *p, json_t *o, int64_
 
 static int proc_ib(struct snapstore *st, struct snap_proc *p, json_t *o, int64_t shift)
 {
-	json_t *e = json_object_get(o, "ib_error"), *ib = json_object_get(o, "ib");
+	json_t *e = json_object_get(o, "ib_error"), *ib = json_object_get(o, "ib"),
+	       *g = json_object_get(o, "gpu");
+
+	if (json_is_object(g)) {
+		struct snap_gpu *v = snapstore_alloc(st, sizeof(*v));
+
+		if (!v)
+			return -1;
+		memset(v, 0, sizeof(*v));
+		v->index = v->numa = v->util = v->sm_mhz = v->sm_max_mhz = -1;
+		sf_get(g, v, sf_gpu, sf_gpu_n, shift);
+		p->gpu = v;
+	}
 
 	if (json_is_object(e)) {
 		struct snap_ib_error *v = snapstore_alloc(st, sizeof(*v));

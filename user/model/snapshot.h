@@ -52,6 +52,33 @@ struct snap_ib_error {
 	uint64_t colls_before; /* collectives the rank had launched by then (comm->seqNumber) */
 };
 
+/*
+ * A rank's GPU (trace/gpuwatch): NVML's figures, sampled at a slow tick and when a finding
+ * opens, and the errors it raised during the trace (NVML's Xid events, the kernel's NVRM Xid
+ * lines). Figures not known are -1 (ints) or 0.
+ */
+struct snap_gpu {
+	int index;     /* NVML's index (nvidia-smi's), -1 unknown */
+	char uuid[48]; /* "GPU-8a3b..." */
+	char bus[16];  /* "0000:3b:00.0" */
+	char name[40]; /* "NVIDIA H100 80GB HBM3" */
+	char how[16];  /* how its rank was put on it: "nvml" (its processes), "nccl log" */
+	int numa;      /* its NUMA node, -1 none */
+	int util;      /* % of the last sample period with a kernel running */
+	int sm_mhz, sm_max_mhz;
+	uint64_t throttle; /* NVML's clocks event reasons, 0 none */
+	int pcie_gen, pcie_width, pcie_gen_max, pcie_width_max;
+	int nvlink_up, nvlink_known;
+	uint64_t ecc_new; /* uncorrected ECC errors since the trace began */
+	bool remap_pending, remap_failed;
+	int xid; /* the last Xid raised during the trace, 0 none */
+	uint64_t xid_ns;
+	char xid_src[8];     /* "nvml" (its event), "kmsg" (the kernel's log) */
+	char xid_text[160];  /* the kernel's line, or "" */
+	char host_note[240]; /* ACS redirect or a degraded link on its PCI path (pcilint), "" */
+	uint64_t sampled_ns;
+};
+
 /* A queue pair, from the verbs probes (ibv_create_qp/modify_qp/destroy_qp). */
 #define SNAP_MAX_QPS 32
 struct snap_qp {
@@ -184,6 +211,7 @@ struct snap_proc {
 	int nccl_burst_warnings;	    /* the WARNs of that failure */
 	const struct snap_ib_error *ib_err; /* NULL: none */
 	const struct snap_ib *ib;	    /* verbs seen in it, NULL: none */
+	const struct snap_gpu *gpu;	    /* its GPU, NULL: not known */
 	struct snap_ib_handshake ib_hs;
 	struct snap_net_poll net_poll;	 /* the longest unfinished one of its proxy threads */
 	const struct snap_stack *stacks; /* its waiting threads' latest stacks, NULL: none taken */

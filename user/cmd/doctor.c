@@ -22,6 +22,8 @@
 #include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
 #include "diagnose/pcilint.h"
+#include "trace/gpuwatch.h"
+#include "trace/jobenv.h"
 #include "trace/procfs.h"
 #include "trace/ranks.h"
 #include "util/grow.h"
@@ -233,6 +235,113 @@ static int host_pci_lint(struct lint_problem *out, int max)
 	pci_iommu(&io);
 	k = pci_lint(d, n, &io, out, max);
 	free(d);
+	return k;
+}
+
+static struct lint_problem *gpu_problem(struct lint_problem *out, int *k, int max,
+					enum lint_sev sev, const char *var)
+{
+	struct lint_problem *p;
+
+	if (*k >= max)
+		return NULL;
+	p = &out[(*k)++];
+	memset(p, 0, sizeof(*p));
+	p->sev = sev;
+	p->rank = -1;
+	p->host = true;
+	snprintf(p->var, sizeof(p->var), "%s", var);
+	return p;
+}
+
+/*
+ * This host's GPUs as NVML sees them (doctor with no job): each GPU, and what makes a job hang
+ * or crawl on it: persistence mode off, a clock slowdown now, NVLinks down, ECC rows that could
+ * not be remapped. Through nccltrace-nvml, within 10 s whatever NVML does.
+ */
+static int host_gpu_lint(struct lint_problem *out, int max)
+{
+	struct snap_gpu g[16];
+	char st[200], path[PATH_MAX], var[16];
+	int n = gpuwatch_once(jobenv_lib("nccltrace-nvml", path, sizeof(path)) ? NULL : path, g, 16,
+			      st, sizeof(st), 10),
+	    k = 0;
+	struct lint_problem *p;
+	struct pci_dev *d;
+	int nd = pci_scan(&d);
+	bool gpu = false;
+
+	for (int i = 0; i < nd; i++)
+		gpu = gpu || pci_is_gpu(&d[i]);
+	if (nd > 0)
+		free(d);
+	/* NVML's absence is worth a line only where an NVIDIA GPU is */
+	if ((n || gpu) && (p = gpu_problem(out, &k, max, LINT_INFO, "GPU"))) {
+		snprintf(p->value, sizeof(p->value), "%s",
+			 strncmp(st, "NVML ", 5) ? "NVML absent" : "NVML");
+		snprintf(p->what, sizeof(p->what), "%s", st);
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(var, sizeof(var), "GPU %d", g[i].index);
+		if ((p = gpu_problem(out, &k, max, LINT_INFO, var))) {
+			snprintf(p->value, sizeof(p->value), "%s", g[i].bus);
+			snprintf(p->what, sizeof(p->what),
+				 "%s, %s, %s, NUMA node %d, PCIe Gen%d x%d of Gen%d x%d, NVLink %d "
+				 "of "
+				 "%d up, persistence mode %s",
+				 g[i].name, g[i].uuid, g[i].bus, g[i].numa, g[i].pcie_gen,
+				 g[i].pcie_width, g[i].pcie_gen_max, g[i].pcie_width_max,
+				 g[i].nvlink_up, g[i].nvlink_known,
+				 g[i].persistence < 0 ? "unknown"
+				 : g[i].persistence   ? "on"
+						      : "off");
+		}
+		if (!g[i].persistence && (p = gpu_problem(out, &k, max, LINT_WARN, var))) {
+			snprintf(p->value, sizeof(p->value), "persistence off");
+			snprintf(p->what, sizeof(p->what),
+				 "persistence mode is off on GPU %d: the driver sets the GPU up "
+				 "anew "
+				 "for each process, which makes every rank's start slow and first "
+				 "collectives late",
+				 g[i].index);
+			snprintf(p->fix, sizeof(p->fix),
+				 "run nvidia-persistenced (or nvidia-smi -pm 1)");
+		}
+		if ((g[i].throttle & 0xc8) && (p = gpu_problem(out, &k, max, LINT_WARN, var))) {
+			snprintf(p->value, sizeof(p->value), "throttle 0x%llx",
+				 (unsigned long long)g[i].throttle);
+			snprintf(p->what, sizeof(p->what),
+				 "GPU %d is slowed down by its hardware now (thermal, power brake "
+				 "or "
+				 "HW slowdown): SM clock %d of %d MHz; its ranks will straggle",
+				 g[i].index, g[i].sm_mhz, g[i].sm_max_mhz);
+			snprintf(
+				p->fix, sizeof(p->fix),
+				"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER; check cooling and "
+				"power");
+		}
+		if (g[i].nvlink_known && g[i].nvlink_up < g[i].nvlink_known &&
+		    (p = gpu_problem(out, &k, max, LINT_WARN, var))) {
+			snprintf(p->value, sizeof(p->value), "NVLink %d/%d", g[i].nvlink_up,
+				 g[i].nvlink_known);
+			snprintf(p->what, sizeof(p->what),
+				 "%d of the %d NVLinks of GPU %d are down: peer traffic falls back "
+				 "to "
+				 "PCIe or stops",
+				 g[i].nvlink_known - g[i].nvlink_up, g[i].nvlink_known, g[i].index);
+			snprintf(p->fix, sizeof(p->fix),
+				 "nvidia-smi nvlink -s and -e; reset the GPU (nvidia-smi -r)");
+		}
+		if (g[i].remap_failed && (p = gpu_problem(out, &k, max, LINT_ERROR, var))) {
+			snprintf(p->value, sizeof(p->value), "row remapping failed");
+			snprintf(
+				p->what, sizeof(p->what),
+				"GPU %d could not remap a memory row with uncorrectable errors: it "
+				"will fault again",
+				g[i].index);
+			snprintf(p->fix, sizeof(p->fix), "drain the node and replace the GPU");
+		}
+	}
 	return k;
 }
 
@@ -522,6 +631,7 @@ int doctor_main(int argc, char **argv)
 
 		n = lint_launch(&env, o.cmd, o.ncmd, o.nccl_lib, p, MAX_PROBLEMS, &nm);
 		n += host_pci_lint(p + n, MAX_PROBLEMS - n);
+		n += host_gpu_lint(p + n, MAX_PROBLEMS - n);
 		rc = report(&o, env.label, &nm, p, n);
 		env_free(&env);
 	}

@@ -348,7 +348,7 @@ static int proc_ib(struct snapstore *st, struct snap_proc *p, json_t *o, int64_t
 		if (!v)
 			return -1;
 		memset(v, 0, sizeof(*v));
-		v->index = v->numa = v->util = v->sm_mhz = v->sm_max_mhz = -1;
+		v->index = v->numa = v->util = v->sm_mhz = v->sm_max_mhz = v->persistence = -1;
 		sf_get(g, v, sf_gpu, sf_gpu_n, shift);
 		p->gpu = v;
 	}

@@ -71,7 +71,8 @@ struct snap_gpu {
 	int nvlink_up, nvlink_known;
 	uint64_t ecc_new; /* uncorrected ECC errors since the trace began */
 	bool remap_pending, remap_failed;
-	int xid; /* the last Xid raised during the trace, 0 none */
+	int persistence; /* persistence mode: 1 on, 0 off, -1 unknown */
+	int xid;	 /* the last Xid raised during the trace, 0 none */
 	uint64_t xid_ns;
 	char xid_src[8];     /* "nvml" (its event), "kmsg" (the kernel's log) */
 	char xid_text[160];  /* the kernel's line, or "" */

@@ -64,7 +64,10 @@ static void family(struct out *o, const char *name, const char *type, const char
 	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* host="a",rank="2",pid="4711"[,gpu="3"] of a process */
+/*
+ * host="a",rank="2",pid="4711"[,gpu="3",UUID="GPU-..."] of a process: its GPU as dcgm-exporter
+ * labels it (NVML's index), else its CUDA device from NCCL's log
+ */
 static void proc_labels(const struct snap_proc *p, const char *host, char *buf, size_t len)
 {
 	char h[128];
@@ -73,8 +76,11 @@ static void proc_labels(const struct snap_proc *p, const char *host, char *buf, 
 	esc(p && p->host ? p->host : host, h, sizeof(h));
 	n = snprintf(buf, len, "host=\"%s\",rank=\"%d\",pid=\"%d\"", h, p ? p->rank : -1,
 		     p ? (p->host_pid ? p->host_pid : p->pid) : 0);
-	if (p && p->nccl_log && p->nccl_log->ncomm && p->nccl_log->comm[0].cuda_dev >= 0 && n > 0 &&
-	    (size_t)n < len)
+	if (p && p->gpu && p->gpu->index >= 0 && p->gpu->uuid[0] && n > 0 && (size_t)n < len) {
+		esc(p->gpu->uuid, h, sizeof(h));
+		snprintf(buf + n, len - (size_t)n, ",gpu=\"%d\",UUID=\"%s\"", p->gpu->index, h);
+	} else if (p && p->nccl_log && p->nccl_log->ncomm && p->nccl_log->comm[0].cuda_dev >= 0 &&
+		   n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, ",gpu=\"%d\"", p->nccl_log->comm[0].cuda_dev);
 }
 

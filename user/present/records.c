@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include "model/snapjson.h"
 #include "nccl/nccllib.h"
+#include "model/snapfields.h"
 #include "present/records.h"
 #include "util/fmt.h"
 
@@ -120,6 +121,13 @@ json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns
 		json_object_set_new(o, "state", json_string(st));
 		json_object_set_new(o, "where", json_string(p->where));
 		json_object_set_new(o, "cpu_busy", json_real((double)p->cpu_busy_ns / 1e9));
+		if (p->gpu) {
+			json_t *g = json_object();
+
+			sf_put(g, p->gpu, sf_gpu, sf_gpu_n);
+			json_object_del(g, "sampled_ns"); /* not a change of its own */
+			json_object_set_new(o, "gpu", g);
+		}
 		if (ns) {
 			json_t *n = nccl_state__proc_json(ns, p->pid, snap->now_ns);
 

@@ -34,6 +34,21 @@ static json_t *rank_entry(json_t *ranks, int pid)
 	return NULL;
 }
 
+/* each rank's GPU as the latest snapshot that had it tells */
+static void gpu_latest(json_t *ranks, json_t *rec)
+{
+	json_t *p, *g, *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(rec, "procs"), i, p)
+	{
+		if (!json_is_object(g = json_object_get(p, "gpu")) ||
+		    !(r = rank_entry(ranks, (int)json_integer_value(json_object_get(p, "pid")))))
+			continue;
+		json_object_set(r, "gpu", g);
+	}
+}
+
 /* A rank's verbs: QPs created, at RTS, destroyed, failed changes, and the HCA's events. */
 static void ib_tally(json_t *ranks, json_t *rec, const char *type)
 {
@@ -130,6 +145,7 @@ static int collect_ranks(void *ctx, json_t *rec, int line)
 				c->nomem = true;
 		if (add_colls(&c->colls, rec, ts))
 			c->nomem = true;
+		gpu_latest(c->ranks, rec);
 		c->nsnap++;
 		if (ts && (!c->first_ns || ts < c->first_ns))
 			c->first_ns = ts;

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "trace/gpuwatch.h"
 #include "trace/pcitopo.h"
 #include "trace/xid.h"
+#include "util/clock.h"
 
 #define MAX_GPUS   64
 #define MAX_PIDS   1024
@@ -52,6 +54,7 @@ struct gpuwatch {
 	int npids, nnext_pids;
 	uint64_t ecc_base[MAX_GPUS];
 	bool ecc_known[MAX_GPUS];
+	bool once;	    /* gpuwatch_once: the helper exits after its sample */
 	bool pending, want; /* want: an Xid came, or a rank NVML did not list: sample soon */
 	uint64_t asked_ns;
 	struct xidrec xids[MAX_XIDS];
@@ -70,13 +73,13 @@ static void set_status(struct gpuwatch *g, const char *fmt, const char *a, int n
 	snprintf(g->status, sizeof(g->status), fmt, a, n, n == 1 ? "" : "s");
 }
 
-static void spawn_helper(struct gpuwatch *g, const char *helper)
+static void spawn_helper(struct gpuwatch *g, const char *helper, const char *arg)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
 	int sv[2];
-	char *argv[] = {(char *)helper, NULL};
+	char *argv[] = {(char *)helper, (char *)arg, NULL};
 
 	if (!helper) {
 		snprintf(g->status, sizeof(g->status), "no NVML: nccltrace-nvml not found");
@@ -125,7 +128,7 @@ struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 	if (!g)
 		return NULL;
 	g->fd = g->kfd = -1;
-	spawn_helper(g, helper);
+	spawn_helper(g, helper, NULL);
 	open_kmsg(g);
 	if ((n = pci_scan(&g->pci)) > 0) {
 		g->npci = n;
@@ -173,7 +176,7 @@ static void blank_gpu(struct snap_gpu *d, int index)
 {
 	memset(d, 0, sizeof(*d));
 	d->index = index;
-	d->numa = d->util = d->sm_mhz = d->sm_max_mhz = -1;
+	d->numa = d->util = d->sm_mhz = d->sm_max_mhz = d->persistence = -1;
 }
 
 static int num(const char *v)
@@ -226,6 +229,8 @@ static void gpu_line(struct gpuwatch *g, char *line)
 			sscanf(v, "%dx%d", &d->pcie_gen_max, &d->pcie_width_max);
 		else if (!strcmp(tok, "nvlink"))
 			sscanf(v, "%d/%d", &d->nvlink_up, &d->nvlink_known);
+		else if (!strcmp(tok, "persistence"))
+			d->persistence = num(v) > 0;
 	}
 }
 
@@ -325,7 +330,7 @@ static void read_helper(struct gpuwatch *g, uint64_t now)
 	/* it closed: NVML went away with it */
 	close(g->fd);
 	g->fd = -1;
-	if (!strncmp(g->status, "NVML", 4))
+	if (!strncmp(g->status, "NVML", 4) && !g->once)
 		snprintf(g->status, sizeof(g->status), "no NVML: nccltrace-nvml exited");
 }
 
@@ -441,4 +446,38 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 			 "NVML stuck: no sample for %llu s (a GPU may have fallen off the bus)",
 			 (unsigned long long)(STUCK_NS / 1000000000ull));
 	}
+}
+
+int gpuwatch_once(const char *helper, struct snap_gpu *out, int max, char *status, size_t len,
+		  int timeout_s)
+{
+	struct gpuwatch *g = calloc(1, sizeof(*g));
+	uint64_t deadline = clock_mono_ns() + (uint64_t)timeout_s * 1000000000ull, now;
+	int n = 0;
+
+	if (!g) {
+		snprintf(status, len, "no NVML: out of memory");
+		return 0;
+	}
+	g->fd = g->kfd = -1;
+	g->once = true;
+	spawn_helper(g, helper, "--once");
+	while (g->fd >= 0 && (now = clock_mono_ns()) < deadline) {
+		struct pollfd p = {.fd = g->fd, .events = POLLIN};
+
+		poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+		read_helper(g, clock_mono_ns());
+	}
+	if (g->fd >= 0)
+		snprintf(g->status, sizeof(g->status), "NVML stuck: no answer in %d s", timeout_s);
+	for (int i = 0; i < g->ncur && n < max; i++) {
+		out[n] = g->cur[i];
+		for (int j = 0; j < g->npci; j++)
+			if (!strcmp(g->pci[j].bdf, out[n].bus))
+				out[n].numa = g->pci[j].numa;
+		n++;
+	}
+	snprintf(status, len, "%s", g->status[0] ? g->status : "no NVML: no answer");
+	gpuwatch_close(g);
+	return n;
 }

@@ -27,5 +27,11 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 /* "NVML 580.159.04, 8 GPUs" or why there is no NVML; "" before the helper said */
 const char *gpuwatch_status(const struct gpuwatch *g);
 void gpuwatch_close(struct gpuwatch *g);
+/*
+ * One sample, no job (doctor): the GPUs into out (at most max; their number), what NVML said
+ * into status; within timeout_s whatever NVML does
+ */
+int gpuwatch_once(const char *helper, struct snap_gpu *out, int max, char *status, size_t len,
+		  int timeout_s);
 
 #endif /* NT_GPUWATCH_H */

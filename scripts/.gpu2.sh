@@ -1,0 +1,33 @@
+set -u
+export NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCLTRACE_CACHE_DIR=/tmp/ntc
+mkdir -p $OUT/c; O=$OUT/c
+P=tests/gpu/allred; J="${P}uce.py"
+build/nccltrace-nvml --once > $O/helper.txt 2>&1; echo "rc=$?" >> $O/helper.txt
+nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,utilization.gpu,clocks.sm,clocks.max.sm,pcie.link.gen.current,pcie.link.width.current,pcie.link.gen.max,pcie.link.width.max,persistence_mode,driver_version --format=csv >> $O/helper.txt 2>&1
+t() { python3 -c 'import time; print(time.time())'; }
+job() { local s=$(t); "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($(t)-$s,2))")"; }
+echo "untraced1 $(job timeout 200 python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29611 $J --one-gpu --iters 200 --numel 2048 > $O/u1.log 2>&1)" >> $O/summary.txt
+echo "run $(job timeout 200 build/nccltrace-static run -v -t 3 -o $O/run.jsonl -- python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29612 $J --one-gpu --iters 200 --numel 2048 > $O/run.log 2>&1)" >> $O/summary.txt
+build/nccltrace-static agent --dump-dir /tmp/ag -t 3 > $O/agent.log 2>&1 & AG=$!
+sleep 2
+echo "agent $(job timeout 200 python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29613 $J --one-gpu --iters 200 --numel 2048 > $O/a.log 2>&1)" >> $O/summary.txt
+sleep 3; kill -TERM $AG; wait $AG
+echo "untraced2 $(job timeout 200 python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29614 $J --one-gpu --iters 200 --numel 2048 > $O/u2.log 2>&1)" >> $O/summary.txt
+pkill -9 -f "[a]llreduce.py"
+grep -h "GPUs:" $O/run.log >> $O/summary.txt
+python3 - $O/run.jsonl >> $O/summary.txt <<'PY'
+import json,sys
+seen={}
+for l in open(sys.argv[1]):
+    try: r=json.loads(l)
+    except: continue
+    for p in r.get("procs",[]) if isinstance(r.get("procs"),list) else []:
+        g=p.get("gpu")
+        if g and p.get("rank",-1)>=0: seen[p["rank"]]=(p.get("pid"),g.get("index"),g.get("uuid"),g.get("bus"),g.get("how"),g.get("util"),g.get("numa"))
+for k in sorted(seen): print("rank",k,seen[k])
+print("ranks with a GPU:",len(seen))
+PY
+tail -3 $O/run.log >> $O/summary.txt
+build/nccltrace-static doctor > $O/doctor.txt 2>&1
+cp /tmp/ag/*.zst $O/ 2>/dev/null
+cd $OUT && tar czf c.tgz c && rm -rf c

@@ -23,7 +23,7 @@ done | cut -d: -f1 | sort -u | paste -sd, | sed 's/,/, /g')
 MAINT=${DEB_MAINTAINER:-nccltrace developers <nccltrace@users.noreply.github.com>}
 # as Debian ships binaries: stripped (the tree of make install keeps its symbols)
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-	"$bin" "$ROOT"/usr/lib/nccltrace/*.so
+	"$bin" "$ROOT"/usr/lib/nccltrace/*.so "$ROOT"/usr/lib/nccltrace/nccltrace-nvml
 mkdir -p "$ROOT/DEBIAN"
 cat >"$ROOT/DEBIAN/control" <<CTL
 Package: nccltrace

@@ -7,7 +7,7 @@
 # options as its --help lists them, --version says what it knows; `make deb` builds a package
 # that lintian passes without an error or a warning, that installs into a scratch dpkg root and
 # removes from it leaving nothing.
-# checks: 13
+# checks: 14
 . "$(dirname "$0")/lib.sh"
 
 I=$TMP/i
@@ -15,7 +15,8 @@ out=$(make -s -C "$ROOT" install PREFIX=/usr DESTDIR="$I" OUTPUT="$ROOT/build" 2
 check install_tree "$out; $(cd "$I" && find . -type f | sort | tr '\n' ' ')" -- bash -c '
 	cd "$1" && test -x usr/sbin/nccltrace &&
 	test "$(stat -c %a usr/lib/nccltrace/libnccl-profiler-nccltrace.so)" = 644 &&
-	test -f usr/lib/nccltrace/libnccltrace-audit.so && test -f usr/share/man/man8/nccltrace.8.gz &&
+	test -f usr/lib/nccltrace/libnccltrace-audit.so && test -x usr/lib/nccltrace/nccltrace-nvml &&
+	test -f usr/share/man/man8/nccltrace.8.gz &&
 	test -f usr/share/bash-completion/completions/nccltrace &&
 	grep -qx "ExecStart=/usr/sbin/nccltrace agent --dump-dir /var/lib/nccltrace" usr/lib/systemd/system/nccltrace-agent.service &&
 	test -f usr/share/doc/nccltrace/copyright' _ "$I"
@@ -64,6 +65,11 @@ if bpf_usable; then
 else
 	skip installed_libdir "BPF is not usable here (not root?)"
 fi
+# and its NVML helper there (a fake NVML: doctor lists its GPU)
+printf 'driver 580.95.05\ngpu 0\n' >"$TMP/nvml.state"
+out=$(env -u NCCLTRACE_LIBDIR NCCLTRACE_NVML="$ROOT/build/fakenvml/libnvidia-ml.so.1" \
+	FAKENVML_STATE="$TMP/nvml.state" "$I/usr/sbin/nccltrace" doctor 2>&1)
+check installed_helper "$(grep GPU <<<"$out")" -- grep -q '^info *GPU NVML: NVML 580.95.05, 1 GPU$' <<<"$out"
 v=$("$I/usr/sbin/nccltrace" --version)
 check version "$v" -- bash -c 'grep -q "^nccltrace [0-9a-f]" <<<"$1" && grep -qx "dump format 2 (reads 1-2)" <<<"$1" &&
 	grep -q "^NCCL: probes by name for 2.18-2.30" <<<"$1" && grep -q "^NCCL profiler plugin: API v1-v6" <<<"$1"' _ "$v"

@@ -8,6 +8,7 @@ t() { python3 -c 'import time; print(time.time())'; }
 job() { local s=$(t); "$@"; local rc=$?; echo "rc=$rc wall=$(python3 -c "print(round($(t)-$s,2))")"; }
 echo "untraced1 $(job timeout 200 python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29611 $J --one-gpu --iters 200 --numel 2048 > $O/u1.log 2>&1)" >> $O/summary.txt
 echo "run $(job timeout 200 build/nccltrace-static run -v -t 3 -o $O/run.jsonl -- python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29612 $J --one-gpu --iters 200 --numel 2048 > $O/run.log 2>&1)" >> $O/summary.txt
+echo "run-nonvml $(job timeout 200 env NCCLTRACE_NVML=/nonexistent build/nccltrace-static run -v -t 3 -o $O/run2.jsonl -- python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29615 $J --one-gpu --iters 200 --numel 2048 > $O/run2.log 2>&1)" >> $O/summary.txt
 build/nccltrace-static agent --dump-dir /tmp/ag -t 3 > $O/agent.log 2>&1 & AG=$!
 sleep 2
 echo "agent $(job timeout 200 python3 -m torch.distributed.run --nproc_per_node=8 --master_port=29613 $J --one-gpu --iters 200 --numel 2048 > $O/a.log 2>&1)" >> $O/summary.txt
@@ -18,7 +19,9 @@ grep -h "GPUs:" $O/run.log >> $O/summary.txt
 python3 - $O/run.jsonl >> $O/summary.txt <<'PY'
 import json,sys
 seen={}
-for l in open(sys.argv[1]):
+import subprocess
+out=subprocess.run(["build/nccltrace-static","cat",sys.argv[1]],capture_output=True,text=True).stdout
+for l in out.splitlines():
     try: r=json.loads(l)
     except: continue
     for p in r.get("procs",[]) if isinstance(r.get("procs"),list) else []:
@@ -28,6 +31,7 @@ for k in sorted(seen): print("rank",k,seen[k])
 print("ranks with a GPU:",len(seen))
 PY
 tail -3 $O/run.log >> $O/summary.txt
+build/nccltrace-static report --json $O/run.jsonl | python3 -c 'import json,sys; d=json.load(sys.stdin); print([(r.get("rank"), (r.get("gpu") or {}).get("uuid"), (r.get("gpu") or {}).get("how")) for r in d["ranks"]]); print("findings", [f["kind"] for f in d["findings"]])' >> $O/summary.txt 2>&1
 build/nccltrace-static doctor > $O/doctor.txt 2>&1
 cp /tmp/ag/*.zst $O/ 2>/dev/null
 cd $OUT && tar czf c.tgz c && rm -rf c

@@ -33,6 +33,7 @@ static struct tui_model model(void)
 		ranks[r].pid = 1000 + r;
 		snprintf(ranks[r].host, sizeof(ranks[r].host), "gpu-node-a");
 		ranks[r].state = r == 1 ? 'S' : 'R';
+		ranks[r].gpu = r == 3 ? -1 : 4 + r; /* rank 3's GPU not known */
 		snprintf(ranks[r].phase, sizeof(ranks[r].phase), "%s",
 			 r == 1 ? "" : "proxy call in transport setup (ring)");
 		ranks[r].in_phase_s = r == 1 ? -1 : 6.2;
@@ -153,6 +154,10 @@ static void test_main_200x60(void **state)
 	layout(&m, &st, &f, 200, 60);
 	assert_true(row_with(&f, "proxy call in transport setup (ring)") > 0);
 	assert_true(row_with(&f, "rank 3   rank 0") > 0);
+	/* each rank's GPU beside its pid */
+	assert_true(row_with(&f, "PID     GPU ST") > 0);
+	assert_true(row_with(&f, "1001    5   S ") > 0);
+	assert_true(row_with(&f, "1003    -   R ") > 0);
 	/* nothing over the budget: the header says nothing of it */
 	assert_true(row_with(&f, "suppressed") < 0);
 	tui_frame_free(&f);
@@ -266,10 +271,10 @@ static void test_sparkline(void **state)
 	assert_non_null(strstr(tui_frame_row(&f, y, buf, sizeof(buf)), "+- +"));
 	tui_frame_free(&f);
 	/* two columns left: the two newest seconds */
-	layout(&m, &st, &f, 146, 60);
+	layout(&m, &st, &f, 150, 60);
 	y = row_with(&f, "~ 0 ");
 	tui_frame_row(&f, y, buf, sizeof(buf));
-	assert_string_equal(buf + 143, "  @");
+	assert_string_equal(buf + 147, "  @");
 	tui_frame_free(&f);
 	layout(&m, &st, &f, 80, 24);
 	assert_true(row_with(&f, "@+ @") < 0);

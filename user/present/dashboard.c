@@ -202,6 +202,7 @@ static void rank_row(const struct snapshot *s, int i, struct tui_rank *r)
 	r->rank = p->rank;
 	r->pid = p->pid;
 	r->state = p->state ? p->state : '?';
+	r->gpu = p->gpu ? p->gpu->index : -1;
 	snprintf(r->phase, sizeof(r->phase), "%s",
 		 p->nccl_phase[0] ? p->nccl_phase
 		 : p->exited	  ? "exited"

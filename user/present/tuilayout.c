@@ -187,8 +187,8 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 
 	snprintf(t, sizeof(t), "Ranks (%d)", m->nranks);
 	title(f, y, st->focus == PANE_RANKS, t);
-	x = put(f, 0, y + 1, -1, TA_TITLE, "  %-5s %-*s %-7s %-2s %-*s %7s  %-*s %-8s", "RANK",
-		host_w, "HOST", "PID", "ST", phase_w, "NCCL PHASE", "IN", wide ? 36 : 18,
+	x = put(f, 0, y + 1, -1, TA_TITLE, "  %-5s %-*s %-7s %-3s %-2s %-*s %7s  %-*s %-8s", "RANK",
+		host_w, "HOST", "PID", "GPU", "ST", phase_w, "NCCL PHASE", "IN", wide ? 36 : 18,
 		"COLLECTIVES", "PROGRESS");
 	if (f->w - x > 13)
 		put(f, x + 1, y + 1, f->w - x - 1, TA_TITLE,
@@ -196,7 +196,7 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 	for (int i = 0; i + 2 < rows && sc + i < m->nranks; i++) {
 		const struct tui_rank *r = &m->ranks[sc + i];
 		enum tui_attr a = r->culprit ? TA_CULPRIT : r->waiting ? TA_WAITING : TA_NORMAL;
-		char rk[16], in[16], pr[16];
+		char rk[16], in[16], pr[16], gpu[12] = "-";
 
 		if (r->group) {
 			/* "~ 31 ranks wait on rank 20 (0-19,21-31), longest 8.0s": Enter opens it */
@@ -212,12 +212,15 @@ static void ranks_pane(const struct tui_model *m, const struct tui_state *st, st
 			snprintf(rk, sizeof(rk), "%d", r->rank);
 		else
 			snprintf(rk, sizeof(rk), "-");
+		if (r->gpu >= 0)
+			snprintf(gpu, sizeof(gpu), "%d", r->gpu);
 		paint(f, y + 2 + i, a);
-		x = put(f, 0, y + 2 + i, -1, a, "%s %-5s %-*.*s %-7d %-2c %-*.*s %7s  %-*.*s %-8s",
+		x = put(f, 0, y + 2 + i, -1, a,
+			"%s %-5s %-*.*s %-7d %-3s %-2c %-*.*s %7s  %-*.*s %-8s",
 			r->culprit   ? "!"
 			: r->waiting ? "~"
 				     : " ",
-			rk, host_w, host_w, r->host, r->pid, r->state, phase_w, phase_w,
+			rk, host_w, host_w, r->host, r->pid, gpu, r->state, phase_w, phase_w,
 			r->phase[0] ? r->phase : "-",
 			r->in_phase_s >= 0 ? age(r->in_phase_s, in, sizeof(in)) : "",
 			wide ? 36 : 18, wide ? 36 : 18, r->colls[0] ? r->colls : "-",

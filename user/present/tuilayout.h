@@ -31,6 +31,7 @@ struct tui_rank {
 	int pid;
 	char host[32];
 	char state; /* R S D T Z X */
+	int gpu;    /* its GPU's NVML index, -1: not known */
 	char phase[64];
 	double in_phase_s;     /* < 0: not in NCCL */
 	char colls[48];	       /* "AllReduce 1043" of its communicators */

@@ -8,8 +8,9 @@
 # BPF, the real nccltrace-nvml helper: each rank's GPU in the dump and the report; an Xid on
 # rank 1's GPU during a stall names rank 1 as gpu_error within a second of the Xid, by NVML's
 # event and by the kernel's line (hostile lines ignored); throttling behind a straggler and a
-# degraded link behind a stall as hypotheses; doctor with and without NVML.
-# checks: 33
+# degraded link behind a stall as hypotheses, and a rank pinned to another NUMA node than its
+# GPU's; doctor with and without NVML.
+# checks: 35
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -56,7 +57,7 @@ check healthy_said "not said once: $(grep -c 'GPUs:' "$TMP/healthy.out")" -- \
 stall_xid() {
 	local name=$1 D=$TMP/$1.jsonl OUT=$TMP/$1.out pid
 	shift
-	env "$@" "$NT" run -t 3 --dump "$D" -- "$NJ" --ranks 3 --fault in-collective --fault-rank 1 \
+	env "$@" "$NT" run -t 3 --dump "$D" -- ${JOBPRE:-} "$NJ" --ranks 3 --fault in-collective --fault-rank 1 \
 		--fault-for 8 --timeout 40 >"$OUT" 2>&1 &
 	pid=$!
 	wait_for 20 grep -q 'nccljob: FAULT' "$OUT"
@@ -143,6 +144,31 @@ check link_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("PCIe link of GPU 1 .* runs at Gen4 x8 of its Gen5 x16.*lspci -vvs 0000:2b:00.0"))) | length == 1' <<<"$f"
 check link_healthy_gpu "a healthy rank's GPU blamed: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("GPU [02] "))) | length == 0' <<<"$f"
+
+# --- the job pinned to CPU 1, NUMA node 1 of a sysfs of its own, its GPUs on node 0 ---
+if [ "$(nproc)" -ge 2 ]; then
+	N=$TMP/numasys
+	for n in 0 1; do
+		mkdir -p "$N/devices/system/node/node$n"
+		echo "$n" >"$N/devices/system/node/node$n/cpulist"
+	done
+	for b in 1b 2b 3b; do
+		G=$N/devices/pci0000:$b/0000:$b:00.0
+		mkdir -p "$G" "$N/bus/pci/devices"
+		echo 0x10de >"$G/vendor"
+		echo 0x030200 >"$G/class"
+		echo 0 >"$G/numa_node"
+		ln -sfn "../../../devices/pci0000:$b/0000:$b:00.0" "$N/bus/pci/devices/0000:$b:00.0"
+	done
+	gpus ""
+	JOBPRE="taskset -c 1" stall_xid numa NCCLTRACE_NVML="$FAKENVML" NCCLTRACE_SYSFS="$N"
+	f=$(findings "$TMP/numa.jsonl" | jq -c 'map(select(.kind != "config"))')
+	check numa_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "stall 1"
+	check numa_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
+		jqe '.[0].hypotheses | map(select(test("rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 .* is on node 0.*numactl --cpunodebind=0"))) | length == 1' <<<"$f"
+else
+	skip_n 2 numa "one CPU here: a rank cannot be pinned away from another node's"
+fi
 
 # --- doctor: the host's GPUs through NVML; without NVML, said and no failure ---
 gpus "throttle=0x40 sm=1100 nvlink=16/18"

@@ -239,6 +239,14 @@ static void test_gpu_hypotheses(void **state)
 	assert_true(has_hyp(&f, "runs at Gen4 x8 of its Gen5 x16"));
 	assert_true(has_hyp(&f, "ACS redirect is on at the switch port 0000:2a:01.0"));
 	assert_true(has_ev(&f, "PCIe Gen4 x8 of Gen5 x16"));
+	assert_false(has_hyp(&f, "NUMA node"));
+	/* the rank pinned to the other socket's CPUs */
+	procs[1].cpu_numa = 1;
+	f.nhyp = f.nevidence = 0;
+	explain_finding(&snap, &f);
+	assert_true(has_hyp(&f, "rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 "
+				"(GPU-1, 0000:2b:00.0) is on node 0"));
+	assert_true(has_ev(&f, "NUMA node 0, the rank's CPUs on node 1"));
 	/* no GPU known: nothing said */
 	procs[1].gpu = NULL;
 	f.nhyp = f.nevidence = 0;

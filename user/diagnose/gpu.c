@@ -70,7 +70,9 @@ static void gpu_evidence(const struct snap_proc *p, struct finding *f)
 		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", NVLink %d of %d up",
 				       g->nvlink_up, g->nvlink_known);
 	if (g->numa >= 0 && at < sizeof(figs))
-		snprintf(figs + at, sizeof(figs) - at, ", NUMA node %d", g->numa);
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", NUMA node %d", g->numa);
+	if (p->cpu_numa >= 0 && at < sizeof(figs))
+		snprintf(figs + at, sizeof(figs) - at, ", the rank's CPUs on node %d", p->cpu_numa);
 	add_evidence(f, "GPU: %s is on %s%s (%s)", who, name, figs,
 		     !strcmp(g->how, "nvml") ? "NVML lists its process there" : "NCCL's log");
 }
@@ -207,6 +209,12 @@ void explain_gpu_rules(struct hyps *h, const struct snapshot *s, struct finding 
 		    "%d of the %d NVLinks of %s are down: its peer traffic falls back to PCIe or "
 		    "stops; nvidia-smi nvlink -s and -e, then reset the GPU",
 		    g->nvlink_known - g->nvlink_up, g->nvlink_known, name);
+	if (p->cpu_numa >= 0 && g->numa >= 0 && p->cpu_numa != g->numa)
+		hyp(h, f->kind == FINDING_STRAGGLER ? 65 : 30,
+		    "rank %d may run only on the CPUs of NUMA node %d, but %s is on node %d: its "
+		    "copies and kernel launches cross the sockets' link; bind it to node %d "
+		    "(numactl --cpunodebind=%d --membind=%d)",
+		    p->rank, p->cpu_numa, name, g->numa, g->numa, g->numa, g->numa);
 	if (g->host_note[0] && (f->kind == FINDING_STALL || f->kind == FINDING_RING_SETUP_BLOCKED))
 		hyp(h, 55, "%s (nccltrace doctor gives the fix)", g->host_note);
 	if (f->kind == FINDING_STALL && g->util >= 95)

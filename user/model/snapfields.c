@@ -68,6 +68,7 @@ const struct sf sf_proc[] = {
 	I(struct snap_proc, ppid),
 	I(struct snap_proc, rank),
 	I(struct snap_proc, local_rank),
+	I(struct snap_proc, cpu_numa),
 	I(struct snap_proc, world_size),
 	S_(struct snap_proc, comm),
 	SF(struct snap_proc, state, SF_CHAR),

@@ -164,6 +164,8 @@ struct snap_proc {
 	int ppid;
 	int rank; /* -1: no rank in its environment */
 	int local_rank;
+	/* the NUMA node all the CPUs it may run on belong to; -1: several, or not known */
+	int cpu_numa;
 	int world_size;
 	char comm[NT_COMM_LEN];
 	char state; /* /proc/PID/stat state: R S D T t Z; 'X' once it exited */

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,11 +11,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "diagnose/pcilint.h"
 #include "model/snaplog.h"
 #include "trace/gpuwatch.h"
+#include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
 #include "trace/xid.h"
 #include "util/clock.h"
@@ -33,6 +36,10 @@ extern char **environ;
 
 struct pidgpu {
 	int pid, gpu;
+};
+
+struct pidnuma {
+	int pid, node; /* node: -2 not read yet */
 };
 
 struct xidrec {
@@ -64,6 +71,10 @@ struct gpuwatch {
 	size_t nk;
 	struct pci_dev *pci;
 	int npci;
+	struct pidnuma aff[MAX_PIDS]; /* the ranks' CPU affinity as a NUMA node, read per sample */
+	int naff;
+	char nodecpus[8][256]; /* each NUMA node's cpulist, "" none */
+	int nnodes;
 	struct lint_problem host[MAX_HOST];
 	int nhost;
 };
@@ -118,6 +129,68 @@ static void open_kmsg(struct gpuwatch *g)
 		lseek(g->kfd, 0, SEEK_END);
 }
 
+/* "0-15,32-47": is cpu in it? */
+static bool in_list(const char *list, int cpu)
+{
+	const char *p = list;
+
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			return false;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		if (cpu >= a && cpu <= b)
+			return true;
+		p = *end == ',' ? end + 1 : end;
+		if (*p == '\n' || !*p)
+			break;
+	}
+	return false;
+}
+
+/* The NUMA node every CPU pid may run on belongs to, -1 if several or unknown */
+static int cpu_node(const struct gpuwatch *g, int pid)
+{
+	char path[64], line[512], allowed[480] = "";
+	FILE *f;
+	int node = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (!g->nnodes || !(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Cpus_allowed_list: %479s", allowed) == 1)
+			break;
+	fclose(f);
+	for (int cpu = 0, ncpu = get_nprocs_conf(); allowed[0] && cpu < ncpu; cpu++) {
+		if (!in_list(allowed, cpu))
+			continue;
+		for (int n = 0; n < g->nnodes; n++)
+			if (g->nodecpus[n][0] && in_list(g->nodecpus[n], cpu)) {
+				if (node >= 0 && node != n)
+					return -1;
+				node = n;
+			}
+	}
+	return node;
+}
+
+static void read_nodes(struct gpuwatch *g)
+{
+	const char *sys = getenv("NCCLTRACE_SYSFS");
+	char path[PATH_MAX];
+
+	for (int n = 0; n < 8; n++) {
+		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist",
+			 sys && *sys ? sys : "/sys", n);
+		if (host_read_line(path, g->nodecpus[n], sizeof(g->nodecpus[n])))
+			g->nnodes = n + 1;
+	}
+}
+
 struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 {
 	struct gpuwatch *g = calloc(1, sizeof(*g));
@@ -130,6 +203,7 @@ struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 	g->fd = g->kfd = -1;
 	spawn_helper(g, helper, NULL);
 	open_kmsg(g);
+	read_nodes(g);
 	if ((n = pci_scan(&g->pci)) > 0) {
 		g->npci = n;
 		pci_iommu(&io);
@@ -275,6 +349,7 @@ static void commit(struct gpuwatch *g, uint64_t now)
 	g->npids = g->nnext_pids;
 	g->nnext = g->nnext_pids = 0;
 	g->pending = false;
+	g->naff = 0; /* affinities read again */
 	if (g->nvml[0])
 		snprintf(g->status, sizeof(g->status), "%s", g->nvml); /* no longer stuck */
 }
@@ -399,6 +474,18 @@ static struct snap_gpu *proc_gpu(struct gpuwatch *g, const struct snap_proc *p)
 	return NULL;
 }
 
+/* pid's node, read once a sample */
+static int proc_node(struct gpuwatch *g, int pid)
+{
+	for (int i = 0; i < g->naff; i++)
+		if (g->aff[i].pid == pid)
+			return g->aff[i].node;
+	if (g->naff == MAX_PIDS)
+		return -1;
+	g->aff[g->naff] = (struct pidnuma){.pid = pid, .node = cpu_node(g, pid)};
+	return g->aff[g->naff++].node;
+}
+
 /* the latest Xid and the host's PCI problems, onto each GPU */
 static void decorate(struct gpuwatch *g)
 {
@@ -428,8 +515,13 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 	read_helper(g, now);
 	read_kmsg(g, now);
 	g->ncur = g->nnvml; /* the NCCL log's GPUs are found again each tick */
-	for (int i = 0; i < s->nprocs; i++)
-		s->procs[i].gpu = proc_gpu(g, &s->procs[i]);
+	for (int i = 0; i < s->nprocs; i++) {
+		struct snap_proc *p = &s->procs[i];
+
+		p->gpu = proc_gpu(g, p);
+		if (p->gpu && !p->exited)
+			p->cpu_numa = proc_node(g, p->pid);
+	}
 	decorate(g);
 	if (g->want && now - g->asked_ns >= SOON_NS)
 		urgent = true;

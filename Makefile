@@ -43,6 +43,7 @@ SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 # user/ has one folder per stage (docs/internals.md, "How it works"): util, trace, model, nccl, diagnose,
 # present, cmd
 # user/plugin/ holds the libraries nccltrace puts into the job (each its own .so, see below)
+# user/helper/ holds the programs nccltrace runs beside the job (HELPERS, below)
 USER_SRCS := $(filter-out user/plugin/% user/helper/%,$(wildcard user/*/*.c))
 USER_HDRS := $(filter-out user/plugin/% user/helper/%,$(wildcard user/*/*.h))
 USER_OBJS := $(patsubst user/%.c,$(OUTPUT)/user/%.o,$(USER_SRCS))
@@ -115,9 +116,9 @@ $(OUTPUT)/lib%.so: user/plugin/%.c $(wildcard include/*.h) | $(OUTPUT)
 
 # dlopen at its GLIBC_2.2.5 version, from libdl.so.2 (a stub from glibc 2.34 on, kept needed);
 # an executable's start (crt1.o) needs glibc 2.34: older nodes go without NVML, and say so
-$(OUTPUT)/nccltrace-nvml: user/helper/nccltrace-nvml.c user/helper/nvmlapi.h | $(OUTPUT)
+$(OUTPUT)/nccltrace-nvml: user/helper/nccltrace-nvml.c include/nvmlapi.h | $(OUTPUT)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) $(WARN) -std=gnu11 -D_GNU_SOURCE $< \
+	$(Q)$(CC) $(filter-out -fsanitize=%,$(CFLAGS)) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude $< \
 		-Wl,--fatal-warnings,--no-as-needed -ldl -o $@
 	$(Q)GLIBC_MAX=2.34 scripts/check-glibc.sh $@
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# check-nvmlapi.sh NVML_H: the NVML declarations of user/helper/nvmlapi.h (nccltrace declares
+# check-nvmlapi.sh NVML_H: the NVML declarations of include/nvmlapi.h (nccltrace declares
 # the few it uses, since the driver installs no nvml.h) against a real nvml.h (a CUDA toolkit's
 # include/nvml.h): each struct's size and field offsets, the constants. Compiles, prints OK.
 set -euo pipefail
@@ -20,7 +20,7 @@ cat >"$T/check.c" <<C
 #define nvmlEventSet_st nt_set_st
 #undef nvmlEventTypeDoubleBitEccError
 #undef nvmlEventTypeXidCriticalError
-#include "$PWD/user/helper/nvmlapi.h"
+#include "$PWD/include/nvmlapi.h"
 #define SAME(a, b) _Static_assert(sizeof(a) == sizeof(b), #a)
 #define OFF(a, b, f) _Static_assert(offsetof(a, f) == offsetof(b, f), #a "." #f)
 SAME(nvmlPciInfo_t, nt_nvmlPciInfo_t);

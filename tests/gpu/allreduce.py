@@ -47,6 +47,7 @@ if a.eager_init:
 else:
     dist.init_process_group("nccl")
 x = torch.ones(a.numel, device="cuda")
+loop_t0 = time.monotonic()
 for i in range(a.iters):
     odd = rank == a.stall_rank and i == (0 if a.stall_at == "first" else a.iters // 2)
     if odd and a.stall_mode == "skip":
@@ -71,5 +72,7 @@ if rank == a.stall_rank and a.stall_mode == "skip":
           file=sys.stderr, flush=True)
     os._exit(0)
 if rank == 0:
-    print(f"allreduce: {a.iters} all-reduces done, x[0]={x[0].item()}", flush=True)
+    loop_s = time.monotonic() - loop_t0
+    print(f"allreduce: {a.iters} all-reduces done, x[0]={x[0].item()}, the loop in {loop_s:.2f} s "
+          f"({loop_s / max(a.iters, 1) * 1000:.1f} ms each)", flush=True)
 dist.destroy_process_group()

@@ -22,7 +22,7 @@
 #include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
 #include "diagnose/pcilint.h"
-#include "trace/gpuwatch.h"
+#include "cmd/gpuwatch.h"
 #include "trace/jobenv.h"
 #include "trace/procfs.h"
 #include "trace/ranks.h"

@@ -30,7 +30,7 @@
 #include "nccl/verbsoffs.h"
 #include "present/console.h"
 #include "present/records.h"
-#include "trace/gpuwatch.h"
+#include "cmd/gpuwatch.h"
 #include "trace/hostcheck.h"
 #include "util/clock.h"
 #include "util/fmt.h"

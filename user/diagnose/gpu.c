@@ -9,7 +9,7 @@
 #include <string.h>
 #include "diagnose/explain_priv.h"
 #include "diagnose/rules.h"
-#include "helper/nvmlapi.h"
+#include "nvmlapi.h"
 #include "trace/xid.h"
 
 /* clock reasons that slow a GPU against its will (not idle, not an application's setting) */

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include "diagnose/pcilint.h"
 #include "model/snaplog.h"
-#include "trace/gpuwatch.h"
+#include "cmd/gpuwatch.h"
 #include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
 #include "trace/xid.h"

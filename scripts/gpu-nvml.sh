@@ -1,4 +1,15 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The GPU as a suspect on the GPU machine, on real NVML and real PyTorch + NCCL (8 ranks as 8
+# hosts on one GPU, sockets forced): what nccltrace-nvml reads against nvidia-smi; the same
+# 200-iteration torchrun job untraced, under `run` (NVML on, then NVML off: the slow tick's
+# cost), under the agent, and untraced again, with their wall times; each rank's GPU as the
+# run's dump and report --json give it; doctor. Results in $OUT/c.tgz (summary.txt first).
+#   scripts/gpu-nvml.sh        (build/nccltrace-static, build/nccltrace-nvml and the plugins
+#                               carried: make static)
 set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-out}
 export NCCL_NVLS_ENABLE=0 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=lo NCCLTRACE_CACHE_DIR=/tmp/ntc
 mkdir -p $OUT/c; O=$OUT/c
 P=tests/gpu/allred; J="${P}uce.py"

@@ -3,7 +3,7 @@
 # The GPU as a suspect on the GPU machine, on real NVML and real PyTorch + NCCL (8 ranks as 8
 # hosts on one GPU, sockets forced): what nccltrace-nvml reads against nvidia-smi; the same
 # 200-iteration torchrun job untraced, under `run` (NVML on, then off: the slow tick's cost),
-# under the agent, untraced and under the agent again, each with its loop's time (the job's
+# under the agent (AGAIN=1: untraced and under the agent again), each with its loop's time (the job's
 # own clock, after init); each rank's GPU as the run's dump and report --json give it; doctor.
 # Results in $OUT/c.tgz, summary.txt first.
 #   scripts/gpu-nvml.sh        (make static: build/nccltrace-static, build/nccltrace-nvml and
@@ -46,8 +46,7 @@ job untraced1 29621
 job run 29622 "$NT" run -v -t 3 -o "$O/run.jsonl" --
 job run-nonvml 29623 env NCCLTRACE_NVML=/nonexistent "$NT" run -v -t 3 -o "$O/run2.jsonl" --
 agent_job agent1 29624
-job untraced2 29625
-agent_job agent2 29626
+[ -n "${AGAIN:-}" ] && job untraced2 29625 && agent_job agent2 29626
 pkill -9 -f "[a]llreduce.py"
 grep -h "GPUs:" "$O/run.log" "$O/run2.log" >>"$S"
 "$NT" report --json "$O/run.jsonl" | python3 -c '
@@ -57,7 +56,7 @@ g = [(r.get("rank"), (r.get("gpu") or {}).get("index"), (r.get("gpu") or {}).get
       (r.get("gpu") or {}).get("how")) for r in d["ranks"] if (r.get("rank") or -1) >= 0]
 print("ranks with their GPU:", len([x for x in g if x[2]]), "of", len(g), g[:2])
 print("findings:", [f["kind"] for f in d["findings"]])' >>"$S" 2>&1
-for d in "$O"/run.jsonl /tmp/ag-agent1/*.zst /tmp/ag-agent2/*.zst; do
+for d in "$O"/run.jsonl "$O"/run2.jsonl /tmp/ag-agent*/*.zst; do
 	echo "tracer of $d: $("$NT" cat "$d" | tail -1 | python3 -c 'import json,sys; t=json.load(sys.stdin)["totals"]; print("cpu", t["tracer_cpu_s"], "s, send/recv events", t["send_events"], t["recv_events"])')" >>"$S"
 done
 "$NT" doctor >"$O/doctor.txt" 2>&1

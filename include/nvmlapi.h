@@ -29,6 +29,10 @@ typedef struct nvmlEventSet_st *nvmlEventSet_t;
 #define NVML_VOLATILE_ECC		   0 /* nvmlEccCounterType_t: since the driver loaded */
 #define NVML_FEATURE_ENABLED		   1 /* nvmlEnableState_t */
 
+/* nvmlNvLinkErrorCounter_t: data link replays, recoveries, CRC (flit, data) and ECC errors */
+#define NT_NVLINK_ERR_REPLAY   0
+#define NT_NVLINK_ERR_ECC_DATA 4 /* the last */
+
 #define nvmlEventTypeDoubleBitEccError 0x2ULL
 #define nvmlEventTypeXidCriticalError  0x8ULL
 

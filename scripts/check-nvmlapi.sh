@@ -35,6 +35,9 @@ OFF(nvmlEventData_t, nt_nvmlEventData_t, eventData);
 OFF(nvmlEventData_t, nt_nvmlEventData_t, computeInstanceId);
 _Static_assert(NVML_CLOCK_SM == 1 && NVML_VOLATILE_ECC == 0 &&
 	       NVML_MEMORY_ERROR_TYPE_UNCORRECTED == 1 && NVML_FEATURE_ENABLED == 1, "enums");
+_Static_assert(NT_NVLINK_ERR_REPLAY == NVML_NVLINK_ERROR_DL_REPLAY &&
+	       NT_NVLINK_ERR_ECC_DATA == NVML_NVLINK_ERROR_DL_ECC_DATA &&
+	       NVML_NVLINK_ERROR_DL_ECC_DATA + 1 == NVML_NVLINK_ERROR_COUNT, "NVLink counters");
 _Static_assert(NVML_ERROR_NOT_SUPPORTED == 3 && NVML_ERROR_INSUFFICIENT_SIZE == 7 &&
 	       NVML_ERROR_TIMEOUT == 10, "return codes");
 _Static_assert(nvmlClocksThrottleReasonHwSlowdown == NVML_CLOCKS_HW_SLOWDOWN &&

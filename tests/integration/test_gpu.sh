@@ -10,7 +10,7 @@
 # event and by the kernel's line (hostile lines ignored); throttling behind a straggler and a
 # degraded link behind a stall as hypotheses, and a rank pinned to another NUMA node than its
 # GPU's; doctor with and without NVML.
-# checks: 35
+# checks: 36
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -134,9 +134,10 @@ check throttle_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("GPU 1 \\(GPU-fa4e0001-.*\\) is throttled \\(HW thermal slowdown\\): SM clock 1100 of 1980 MHz"))) | length == 1' <<<"$f"
 own_pkill "$NJ"
 
-# --- a stall on a GPU whose link trained narrower: said, with the command that shows it ---
-gpus "pcie=4x8"
-XID=true
+# --- a stall on a GPU whose link trained narrower: said, with the command that shows it; its
+# NVLinks' error counters rise by 480 during the stall: the dump has the rise ---
+gpus "pcie=4x8 nvlink=18/18 nvlerr=20"
+XID="eval gpus 'pcie=4x8 nvlink=18/18 nvlerr=500'"
 stall_xid link NCCLTRACE_NVML="$FAKENVML"
 f=$(findings "$TMP/link.jsonl")
 check link_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "stall 1"
@@ -144,6 +145,9 @@ check link_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("PCIe link of GPU 1 .* runs at Gen4 x8 of its Gen5 x16.*lspci -vvs 0000:2b:00.0"))) | length == 1' <<<"$f"
 check link_healthy_gpu "a healthy rank's GPU blamed: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("GPU [02] "))) | length == 0' <<<"$f"
+got=$("$NT" cat "$TMP/link.jsonl" | jq -s '[.[] | select(.type=="snapshot") | .procs[] | select(.rank==1) | .gpu.nvlink_err_new // 0] | max')
+check link_nvlink_errors "rank 1's GPU's NVLink errors in the dump: $got, want 480 (500 - the first sample's 20)" -- \
+	test "$got" = 480
 
 # --- the job pinned to CPU 1, NUMA node 1 of a sysfs of its own, its GPUs on node 0 ---
 if [ "$(nproc)" -ge 2 ]; then

@@ -247,6 +247,13 @@ static void test_gpu_hypotheses(void **state)
 	assert_true(has_hyp(&f, "rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 "
 				"(GPU-1, 0000:2b:00.0) is on node 0"));
 	assert_true(has_ev(&f, "NUMA node 0, the rank's CPUs on node 1"));
+	assert_false(has_hyp(&f, "NVLink errors"));
+	/* its links' error counters rose during the trace */
+	gpus[1].nvlink_err_new = 480;
+	f.nhyp = f.nevidence = 0;
+	explain_finding(&snap, &f);
+	assert_true(has_hyp(&f, "GPU 1 (GPU-1, 0000:2b:00.0) counted 480 NVLink errors during the "
+				"trace"));
 	/* no GPU known: nothing said */
 	procs[1].gpu = NULL;
 	f.nhyp = f.nevidence = 0;

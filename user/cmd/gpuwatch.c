@@ -59,7 +59,7 @@ struct gpuwatch {
 	int ncur, nnext, nnvml;
 	struct pidgpu pids[MAX_PIDS], npids_next[MAX_PIDS];
 	int npids, nnext_pids;
-	uint64_t ecc_base[MAX_GPUS];
+	uint64_t ecc_base[MAX_GPUS], nvl_base[MAX_GPUS];
 	bool ecc_known[MAX_GPUS];
 	bool once;	    /* gpuwatch_once: the helper exits after its sample */
 	bool pending, want; /* want: an Xid came, or a rank NVML did not list: sample soon */
@@ -303,6 +303,8 @@ static void gpu_line(struct gpuwatch *g, char *line)
 			sscanf(v, "%dx%d", &d->pcie_gen_max, &d->pcie_width_max);
 		else if (!strcmp(tok, "nvlink"))
 			sscanf(v, "%d/%d", &d->nvlink_up, &d->nvlink_known);
+		else if (!strcmp(tok, "nvlerr"))
+			d->nvlink_err_new = strtoull(v, NULL, 10); /* made new at the commit */
 		else if (!strcmp(tok, "persistence"))
 			d->persistence = num(v) > 0;
 	}
@@ -329,15 +331,17 @@ static void commit(struct gpuwatch *g, uint64_t now)
 	for (int i = 0; i < g->nnext; i++) {
 		struct snap_gpu *d = &g->next[i];
 		int k = d->index;
-		uint64_t ecc = d->ecc_new;
+		uint64_t ecc = d->ecc_new, nvl = d->nvlink_err_new;
 
 		d->sampled_ns = now;
 		if (k >= 0 && k < MAX_GPUS) {
 			if (!g->ecc_known[k]) {
 				g->ecc_base[k] = ecc;
+				g->nvl_base[k] = nvl;
 				g->ecc_known[k] = true;
 			}
 			d->ecc_new = ecc > g->ecc_base[k] ? ecc - g->ecc_base[k] : 0;
+			d->nvlink_err_new = nvl > g->nvl_base[k] ? nvl - g->nvl_base[k] : 0;
 		}
 		for (int j = 0; j < g->npci; j++)
 			if (!strcmp(g->pci[j].bdf, d->bus))

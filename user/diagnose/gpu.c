@@ -209,6 +209,14 @@ void explain_gpu_rules(struct hyps *h, const struct snapshot *s, struct finding 
 		    "%d of the %d NVLinks of %s are down: its peer traffic falls back to PCIe or "
 		    "stops; nvidia-smi nvlink -s and -e, then reset the GPU",
 		    g->nvlink_known - g->nvlink_up, g->nvlink_known, name);
+	if (g->nvlink_err_new)
+		hyp(h, f->kind == FINDING_STRAGGLER ? 60 : 50,
+		    "%s counted %llu NVLink errors during the trace (replays, recoveries, CRC and "
+		    "ECC "
+		    "errors on its links): a flaky link slows or stalls its peer traffic; "
+		    "nvidia-smi "
+		    "nvlink -e -i %d, then reset the GPU or reseat its bridge",
+		    name, (unsigned long long)g->nvlink_err_new, g->index);
 	if (p->cpu_numa >= 0 && g->numa >= 0 && p->cpu_numa != g->numa)
 		hyp(h, f->kind == FINDING_STRAGGLER ? 65 : 30,
 		    "rank %d may run only on the CPUs of NUMA node %d, but %s is on node %d: its "

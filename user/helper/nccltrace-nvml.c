@@ -52,6 +52,8 @@ FN(nvmlReturn_t, nvmlDeviceGetCurrPcieLinkWidth, (nvmlDevice_t, unsigned int *))
 FN(nvmlReturn_t, nvmlDeviceGetMaxPcieLinkGeneration, (nvmlDevice_t, unsigned int *));
 FN(nvmlReturn_t, nvmlDeviceGetMaxPcieLinkWidth, (nvmlDevice_t, unsigned int *));
 FN(nvmlReturn_t, nvmlDeviceGetNvLinkState, (nvmlDevice_t, unsigned int, int *));
+FN(nvmlReturn_t, nvmlDeviceGetNvLinkErrorCounter,
+   (nvmlDevice_t, unsigned int, int, unsigned long long *));
 FN(nvmlReturn_t, nvmlDeviceGetPersistenceMode, (nvmlDevice_t, int *));
 FN(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,
    (nvmlDevice_t, unsigned int *, nt_nvmlProcessInfo_t *));
@@ -94,6 +96,7 @@ static const char *load(void)
 	SYM(lib, nvmlDeviceGetMaxPcieLinkGeneration);
 	SYM(lib, nvmlDeviceGetMaxPcieLinkWidth);
 	SYM(lib, nvmlDeviceGetNvLinkState);
+	SYM(lib, nvmlDeviceGetNvLinkErrorCounter);
 	SYM(lib, nvmlDeviceGetPersistenceMode);
 	SYM(lib, nvmlDeviceGetComputeRunningProcesses_v3);
 	SYM(lib, nvmlEventSetCreate);
@@ -121,6 +124,7 @@ static void sample_gpu(unsigned int i)
 	unsigned int a, b, c, e;
 	unsigned long long r;
 	int st, up = 0, known = 0;
+	unsigned long long lerr = 0;
 	nt_nvmlProcessInfo_t procs[MAX_PROCS];
 
 	printf("gpu %u", i);
@@ -157,9 +161,13 @@ static void sample_gpu(unsigned int i)
 		if (OK(nvmlDeviceGetNvLinkState(d, l, &st))) {
 			known++;
 			up += st == NVML_FEATURE_ENABLED;
+			for (int c = NT_NVLINK_ERR_REPLAY;
+			     nvmlDeviceGetNvLinkErrorCounter && c <= NT_NVLINK_ERR_ECC_DATA; c++)
+				if (OK(nvmlDeviceGetNvLinkErrorCounter(d, l, c, &r)))
+					lerr += r;
 		}
 	if (known)
-		printf(" nvlink=%d/%d", up, known);
+		printf(" nvlink=%d/%d nvlerr=%llu", up, known, lerr);
 	if (nvmlDeviceGetPersistenceMode && OK(nvmlDeviceGetPersistenceMode(d, &st)))
 		printf(" persistence=%d", st == NVML_FEATURE_ENABLED);
 	printf("\n");

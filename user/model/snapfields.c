@@ -153,19 +153,19 @@ const struct sf sf_ib_err[] = {
 const int sf_ib_err_n = SF_N(sf_ib_err);
 
 const struct sf sf_gpu[] = {
-	I(struct snap_gpu, index),	  S_(struct snap_gpu, uuid),
-	S_(struct snap_gpu, bus),	  S_(struct snap_gpu, name),
-	S_(struct snap_gpu, how),	  I(struct snap_gpu, numa),
-	I(struct snap_gpu, util),	  I(struct snap_gpu, sm_mhz),
-	I(struct snap_gpu, sm_max_mhz),	  H(struct snap_gpu, throttle),
-	I(struct snap_gpu, pcie_gen),	  I(struct snap_gpu, pcie_width),
-	I(struct snap_gpu, pcie_gen_max), I(struct snap_gpu, pcie_width_max),
-	I(struct snap_gpu, nvlink_up),	  I(struct snap_gpu, nvlink_known),
-	U(struct snap_gpu, ecc_new),	  B(struct snap_gpu, remap_pending),
-	B(struct snap_gpu, remap_failed), I(struct snap_gpu, xid),
-	T(struct snap_gpu, xid_ns),	  S_(struct snap_gpu, xid_src),
-	S_(struct snap_gpu, xid_text),	  S_(struct snap_gpu, host_note),
-	T(struct snap_gpu, sampled_ns),
+	I(struct snap_gpu, index),	   S_(struct snap_gpu, uuid),
+	S_(struct snap_gpu, bus),	   S_(struct snap_gpu, name),
+	S_(struct snap_gpu, how),	   I(struct snap_gpu, numa),
+	I(struct snap_gpu, util),	   I(struct snap_gpu, sm_mhz),
+	I(struct snap_gpu, sm_max_mhz),	   H(struct snap_gpu, throttle),
+	I(struct snap_gpu, pcie_gen),	   I(struct snap_gpu, pcie_width),
+	I(struct snap_gpu, pcie_gen_max),  I(struct snap_gpu, pcie_width_max),
+	I(struct snap_gpu, nvlink_up),	   I(struct snap_gpu, nvlink_known),
+	U(struct snap_gpu, ecc_new),	   U(struct snap_gpu, nvlink_err_new),
+	B(struct snap_gpu, remap_pending), B(struct snap_gpu, remap_failed),
+	I(struct snap_gpu, xid),	   T(struct snap_gpu, xid_ns),
+	S_(struct snap_gpu, xid_src),	   S_(struct snap_gpu, xid_text),
+	S_(struct snap_gpu, host_note),	   T(struct snap_gpu, sampled_ns),
 };
 const int sf_gpu_n = SF_N(sf_gpu);
 

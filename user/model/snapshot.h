@@ -69,7 +69,8 @@ struct snap_gpu {
 	uint64_t throttle; /* NVML's clocks event reasons, 0 none */
 	int pcie_gen, pcie_width, pcie_gen_max, pcie_width_max;
 	int nvlink_up, nvlink_known;
-	uint64_t ecc_new; /* uncorrected ECC errors since the trace began */
+	uint64_t nvlink_err_new; /* NVLink replay, recovery, CRC and ECC errors since the start */
+	uint64_t ecc_new;	 /* uncorrected ECC errors since the trace began */
 	bool remap_pending, remap_failed;
 	int persistence; /* persistence mode: 1 on, 0 off, -1 unknown */
 	int xid;	 /* the last Xid raised during the trace, 0 none */

@@ -20,7 +20,10 @@ D=$TMP/killed.jsonl
 ntpid=$!
 sleep 2
 ids=$(held_ids $ntpid)
-launcher=$(pgrep -P $ntpid | head -1)
+# the job's launcher: the tracer's child that is not its NVML helper (nccltrace-nvml)
+launcher=$(pgrep -P $ntpid | while read -r c; do
+	[ "$(cat /proc/"$c"/comm 2>/dev/null)" != nccltrace-nvml ] && echo "$c"
+done | head -1)
 kill -KILL $ntpid
 wait $ntpid 2>/dev/null
 check programs_loaded "no nccltrace programs while running: $ids" -- \

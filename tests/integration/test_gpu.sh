@@ -68,6 +68,15 @@ stall_xid() {
 	own_pkill "$NJ"
 }
 
+# xid_latency NAME: NAME's gpu_error opened within 1.5 s of the Xid
+xid_latency() {
+	local t0 t1
+	t0=$(cat "$TMP/$1.xid_ns")
+	t1=$(opened_ns "$TMP/$1.jsonl" gpu_error)
+	check "$1_latency" "opened $(((${t1:-0} - t0) / 1000000)) ms after the Xid (want <= 1500)" -- \
+		test -n "$t1" -a $((t1 - t0)) -le 1500000000
+}
+
 # --- an Xid on rank 1's GPU from NVML's event: gpu_error names rank 1 at once ---
 gpus ""
 XID="eval echo 'xid 1 79' >>$STATE"
@@ -79,10 +88,7 @@ check nvml_xid_rank "named $(culprit "$f"), the job says pid $(marker_pid "$TMP/
 	test "$(culprit "$f")" = "rank 1 pid $(marker_pid "$TMP/nvml_xid.out")"
 check nvml_xid_only "other culprits: $(kind_ranks "$f")" -- \
 	jqe 'map(select(.rank != 1)) | length == 0' <<<"$f"
-t0=$(cat "$TMP/nvml_xid.xid_ns")
-t1=$(opened_ns "$D" gpu_error)
-check nvml_xid_latency "opened $(((${t1:-0} - t0) / 1000000)) ms after the Xid (want <= 1500)" -- \
-	test -n "$t1" -a $((t1 - t0)) -le 1500000000
+xid_latency nvml_xid
 check nvml_xid_evidence "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
 	jqe '.[0].evidence | map(select(test("Xid 79 on 0000:2b:00.0, from NVML.s Xid event"))) | length == 1' <<<"$f"
 check nvml_xid_gpu "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
@@ -116,10 +122,7 @@ check kmsg_xid_hostile "a user's line or junk taken: $(jq -c '.[0] | .summary, .
 	jqe '(.[0].summary + (.[0].evidence | join(" "))) | test("FAKEUSER|Xid 43|Xid 31|\\$\\(id\\)") | not' <<<"$f"
 check kmsg_xid_how "rank 1's GPU: $(jq -c '.[0].evidence | map(select(startswith("GPU:")))' <<<"$f")" -- \
 	jqe '.[0].evidence | map(select(test("^GPU: rank 1 .* is on GPU 1 \\(0000:2b:00.0\\) \\(NCCL.s log\\)"))) | length == 1' <<<"$f"
-t0=$(cat "$TMP/kmsg_xid.xid_ns")
-t1=$(opened_ns "$D" gpu_error)
-check kmsg_xid_latency "opened $(((${t1:-0} - t0) / 1000000)) ms after the Xid (want <= 1500)" -- \
-	test -n "$t1" -a $((t1 - t0)) -le 1500000000
+xid_latency kmsg_xid
 check kmsg_footer "footer: $("$NT" cat "$D" | tail -1 | jq -c .gpus)" -- \
 	jqe '.gpus | test("^no NVML: .*none.so")' <<<"$("$NT" cat "$D" | tail -1)"
 

@@ -241,16 +241,10 @@ static int host_pci_lint(struct lint_problem *out, int max)
 static struct lint_problem *gpu_problem(struct lint_problem *out, int *k, int max,
 					enum lint_sev sev, const char *var)
 {
-	struct lint_problem *p;
+	struct lint_problem *p = host_problem(out, k, max, sev);
 
-	if (*k >= max)
-		return NULL;
-	p = &out[(*k)++];
-	memset(p, 0, sizeof(*p));
-	p->sev = sev;
-	p->rank = -1;
-	p->host = true;
-	snprintf(p->var, sizeof(p->var), "%s", var);
+	if (p)
+		snprintf(p->var, sizeof(p->var), "%s", var);
 	return p;
 }
 

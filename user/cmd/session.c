@@ -8,7 +8,7 @@
  * same struct session in an order that matters (events into the model before the snapshot, the
  * snapshot before diagnose, findings before the dump's records); what stands apart already
  * lives beside it (sessionlog.c NCCL's log, sessionlisten.c --listen, attachsocks.c the
- * sockets of an attach, stackwatch.c the stacks, livetui.c the dashboard).
+ * sockets of an attach, stackwatch.c the stacks, gpuwatch.c the GPUs, livetui.c the dashboard).
  */
 #include <errno.h>
 #include <linux/capability.h>

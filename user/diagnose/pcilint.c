@@ -26,7 +26,7 @@ static const char *label(const struct pci_dev *d, char *buf, size_t len)
 	return buf;
 }
 
-static struct lint_problem *add(struct lint_problem *out, int *n, int max, enum lint_sev sev)
+struct lint_problem *host_problem(struct lint_problem *out, int *n, int max, enum lint_sev sev)
 {
 	struct lint_problem *p;
 
@@ -100,7 +100,7 @@ static void acs_check(const struct pci_dev *br, const struct pci_dev *a, const s
 			return;
 	if (c->nseen < 64)
 		c->seen[c->nseen++] = br->bdf;
-	if (!(p = add(c->out, c->n, c->max, LINT_WARN)))
+	if (!(p = host_problem(c->out, c->n, c->max, LINT_WARN)))
 		return;
 	snprintf(p->var, sizeof(p->var), "ACS");
 	snprintf(p->value, sizeof(p->value), "%s %s%s%s", br->bdf,
@@ -139,7 +139,7 @@ int pci_lint(const struct pci_dev *d, int n, const struct pci_iommu *io, struct 
 	/* a link trained narrower than its maximum (its speed drops when idle: not that) */
 	for (int i = 0; i < n; i++) {
 		if (!endpoint(&d[i]) || !d[i].width || !d[i].max_width ||
-		    d[i].width >= d[i].max_width || !(p = add(out, &k, max, LINT_WARN)))
+		    d[i].width >= d[i].max_width || !(p = host_problem(out, &k, max, LINT_WARN)))
 			continue;
 		snprintf(p->var, sizeof(p->var), "PCIe");
 		snprintf(p->value, sizeof(p->value), "%s x%d", d[i].bdf, d[i].width);
@@ -153,7 +153,7 @@ int pci_lint(const struct pci_dev *d, int n, const struct pci_iommu *io, struct 
 			 d[i].bdf);
 	}
 	if (gpus && io->units && !io->passthrough && !io->off &&
-	    (p = add(out, &k, max, LINT_WARN))) {
+	    (p = host_problem(out, &k, max, LINT_WARN))) {
 		snprintf(p->var, sizeof(p->var), "IOMMU");
 		snprintf(p->value, sizeof(p->value), "translating");
 		snprintf(p->what, sizeof(p->what),
@@ -164,7 +164,7 @@ int pci_lint(const struct pci_dev *d, int n, const struct pci_iommu *io, struct 
 			 "boot with iommu=pt (with intel_iommu=on or amd_iommu=on), or turn it off "
 			 "in the BIOS");
 	}
-	if ((p = add(out, &k, max, LINT_INFO))) {
+	if ((p = host_problem(out, &k, max, LINT_INFO))) {
 		snprintf(p->var, sizeof(p->var), "PCI");
 		snprintf(p->value, sizeof(p->value), "%d GPU%s, %d RDMA", gpus,
 			 gpus == 1 ? "" : "s", nics);

@@ -12,6 +12,9 @@
 #include "diagnose/envlint.h"
 #include "trace/pcitopo.h"
 
+/* A blank problem of the host's (rank -1) at out[*n], counted; NULL when out is full */
+struct lint_problem *host_problem(struct lint_problem *out, int *n, int max, enum lint_sev sev);
+
 /* The problems (and one line of what was seen, as info) into out: how many, at most max */
 int pci_lint(const struct pci_dev *d, int n, const struct pci_iommu *io, struct lint_problem *out,
 	     int max);

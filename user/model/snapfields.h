@@ -41,11 +41,11 @@ void sf_get(json_t *o, void *base, const struct sf *tab, int n, int64_t shift);
 void sf_clamp(void *base, const struct sf *tab, int n, uint64_t now);
 
 /* The tables (snapfields.c). */
-extern const struct sf sf_conn[], sf_sconn[], sf_proc[], sf_comm[], sf_ib_err[], sf_gpu[], sf_qp[], sf_ib[],
-	sf_stack[], sf_frame[], sf_log[], sf_log_comm[], sf_log_path[], sf_log_gdr[], sf_log_env[],
-	sf_log_if[], sf_snap[];
-extern const int sf_conn_n, sf_sconn_n, sf_proc_n, sf_comm_n, sf_ib_err_n, sf_gpu_n, sf_qp_n, sf_ib_n,
-	sf_stack_n, sf_frame_n, sf_log_n, sf_log_comm_n, sf_log_path_n, sf_log_gdr_n, sf_log_env_n,
-	sf_log_if_n, sf_snap_n;
+extern const struct sf sf_conn[], sf_sconn[], sf_proc[], sf_comm[], sf_ib_err[], sf_gpu[], sf_qp[],
+	sf_ib[], sf_stack[], sf_frame[], sf_log[], sf_log_comm[], sf_log_path[], sf_log_gdr[],
+	sf_log_env[], sf_log_if[], sf_snap[];
+extern const int sf_conn_n, sf_sconn_n, sf_proc_n, sf_comm_n, sf_ib_err_n, sf_gpu_n, sf_qp_n,
+	sf_ib_n, sf_stack_n, sf_frame_n, sf_log_n, sf_log_comm_n, sf_log_path_n, sf_log_gdr_n,
+	sf_log_env_n, sf_log_if_n, sf_snap_n;
 
 #endif /* NT_SNAPFIELDS_H */

@@ -790,8 +790,6 @@ int session_open(struct session *s, const struct launch_creds *cr)
 	rc = open_tracer(s);
 	if (rc)
 		return rc;
-	s->gpu = gpuwatch_open(jobenv_lib("nccltrace-nvml", path, sizeof(path)) ? NULL : path,
-			       clock_mono_ns());
 	if (s->opts.dump_path)
 		snprintf(path, sizeof(path), "%s", s->opts.dump_path);
 	else {
@@ -833,6 +831,9 @@ int session_open(struct session *s, const struct launch_creds *cr)
 		session_log_own(s);
 	h.env = &s->env;
 	session_dump(s, record_header(&h));
+	/* the GPUs' helper once the dump is there: a signal now still leaves a whole dump */
+	s->gpu = gpuwatch_open(jobenv_lib("nccltrace-nvml", path, sizeof(path)) ? NULL : path,
+			       clock_mono_ns());
 	for (int i = 0; i < s->env.n; i++)
 		pr_info("job environment: %s=%s (%s)\n", s->env.v[i].name, s->env.v[i].value,
 			s->env.v[i].why);

@@ -22,15 +22,16 @@
 #include "trace/xid.h"
 #include "util/clock.h"
 
-#define MAX_GPUS   64
-#define MAX_PIDS   1024
-#define MAX_XIDS   64
-#define MAX_HOST   32
-#define SAMPLE_NS  ((uint64_t)GPUWATCH_SAMPLE_S * 1000000000ull)
-#define STUCK_NS   10000000000ull /* a sample unanswered this long: NVML is stuck */
-#define SOON_NS	   1000000000ull  /* want: at most a sample a second */
-#define IN_BYTES   16384
-#define KMSG_BYTES 8192
+#define MAX_GPUS    64
+#define MAX_PIDS    1024
+#define MAX_XIDS    64
+#define MAX_HOST    32
+#define SAMPLE_NS   ((uint64_t)GPUWATCH_SAMPLE_S * 1000000000ull)
+#define STUCK_NS    10000000000ull /* a sample unanswered this long: NVML is stuck */
+#define SOON_NS	    1000000000ull  /* want: at most a sample a second */
+#define UNLISTED_NS 30000000000ull /* a rank NVML does not list: looked for this long */
+#define IN_BYTES    16384
+#define KMSG_BYTES  8192
 
 extern char **environ;
 
@@ -61,8 +62,9 @@ struct gpuwatch {
 	int npids, nnext_pids;
 	uint64_t ecc_base[MAX_GPUS], nvl_base[MAX_GPUS];
 	bool ecc_known[MAX_GPUS];
-	bool once;	    /* gpuwatch_once: the helper exits after its sample */
-	bool pending, want; /* want: an Xid came, or a rank NVML did not list: sample soon */
+	bool once;		   /* gpuwatch_once: the helper exits after its sample */
+	uint64_t start_ns, now_ns; /* the trace's start; this tick's time */
+	bool pending, want;	   /* want: an Xid came, or a rank NVML did not list: sample soon */
 	uint64_t asked_ns;
 	struct xidrec xids[MAX_XIDS];
 	int nxids;
@@ -197,10 +199,10 @@ struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 	struct pci_iommu io;
 	int n;
 
-	(void)now;
 	if (!g)
 		return NULL;
 	g->fd = g->kfd = -1;
+	g->start_ns = now;
 	spawn_helper(g, helper, NULL);
 	open_kmsg(g);
 	read_nodes(g);
@@ -471,8 +473,12 @@ static struct snap_gpu *proc_gpu(struct gpuwatch *g, const struct snap_proc *p)
 			for (int k = 0; k < g->nnvml; k++)
 				if (g->cur[k].index == g->pids[i].gpu)
 					return &g->cur[k];
-	if (p->rank >= 0 && !p->exited && g->nnvml)
-		g->want = true; /* a rank NVML did not list (yet) */
+	/*
+	 * a rank NVML did not list yet: sampled again soon, in the trace's first UNLISTED_NS
+	 * only (NVML in another pid namespace never lists it: no sample a second for ever)
+	 */
+	if (p->rank >= 0 && !p->exited && g->nnvml && g->now_ns - g->start_ns < UNLISTED_NS)
+		g->want = true;
 	if (p->nccl_log && p->nccl_log->ncomm)
 		return log_gpu(g, &p->nccl_log->comm[0]);
 	return NULL;
@@ -516,6 +522,7 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 {
 	if (!g)
 		return;
+	g->now_ns = now;
 	read_helper(g, now);
 	read_kmsg(g, now);
 	g->ncur = g->nnvml; /* the NCCL log's GPUs are found again each tick */

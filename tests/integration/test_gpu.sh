@@ -9,8 +9,10 @@
 # rank 1's GPU during a stall names rank 1 as gpu_error within a second of the Xid, by NVML's
 # event and by the kernel's line (hostile lines ignored); throttling behind a straggler and a
 # degraded link behind a stall as hypotheses, and a rank pinned to another NUMA node than its
-# GPU's; doctor with and without NVML.
-# checks: 36
+# GPU's and its NIC's; a stray context on GPU 0 (the rank stays on NCCL's GPU), each rank's GPU from
+# CUDA_VISIBLE_DEVICES and LOCAL_RANK where NVML lists no process, ranks sharing a GPU behind a
+# straggler; doctor with and without NVML.
+# checks: 45
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -21,6 +23,16 @@ STATE=$TMP/nvml.state
 export FAKENVML_STATE=$STATE
 gpus() { # the three GPUs, rank 1's with EXTRA
 	printf 'driver 580.95.05\ngpu 0 name=NVIDIA_H100_80GB_HBM3 util=40\ngpu 1 name=NVIDIA_H100_80GB_HBM3 util=40 %s\ngpu 2 name=NVIDIA_H100_80GB_HBM3 util=40\n' "$1" >"$STATE"
+}
+
+# hyp_is / ev_is NAME REGEX: the first finding of $f has one hypothesis / evidence line matching
+hyp_is() {
+	check "$1" "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
+		jqe --arg re "$2" '.[0].hypotheses | map(select(test($re))) | length == 1' <<<"$f"
+}
+ev_is() {
+	check "$1" "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
+		jqe --arg re "$2" '.[0].evidence | map(select(test($re))) | length == 1' <<<"$f"
 }
 
 # --- the helper alone, with the fake and without NVML ---
@@ -89,10 +101,8 @@ check nvml_xid_rank "named $(culprit "$f"), the job says pid $(marker_pid "$TMP/
 check nvml_xid_only "other culprits: $(kind_ranks "$f")" -- \
 	jqe 'map(select(.rank != 1)) | length == 0' <<<"$f"
 xid_latency nvml_xid
-check nvml_xid_evidence "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
-	jqe '.[0].evidence | map(select(test("Xid 79 on 0000:2b:00.0, from NVML.s Xid event"))) | length == 1' <<<"$f"
-check nvml_xid_gpu "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
-	jqe '.[0].evidence | map(select(test("GPU: rank 1 .* is on GPU 1 \\(GPU-fa4e0001-.*, 0000:2b:00.0\\), util 40 %.*NVML lists its process there"))) | length == 1' <<<"$f"
+ev_is nvml_xid_evidence "Xid 79 on 0000:2b:00.0, from NVML.s Xid event"
+ev_is nvml_xid_gpu "GPU: rank 1 .* is on GPU 1 \\(GPU-fa4e0001-.*, 0000:2b:00.0\\), by NVML.s processes: util 40 %"
 check nvml_xid_fix "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses[0] | test("^Xid 79, GPU has fallen off the bus: drain the node: reset the GPU")' <<<"$f"
 check nvml_xid_summary "summary: $(jq -r '.[0].summary' <<<"$f")" -- \
@@ -116,12 +126,11 @@ stall_xid kmsg_xid NCCLTRACE_NVML="$TMP/none.so" NCCLTRACE_KMSG="$K"
 D=$TMP/kmsg_xid.jsonl
 f=$(findings "$D")
 check kmsg_xid_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "gpu_error 1"
-check kmsg_xid_line "evidence: $(jq -c '.[0].evidence' <<<"$f")" -- \
-	jqe '.[0].evidence | map(select(test("Xid 79 on 0000:2b:00.0, from the kernel.s log: NVRM: Xid \\(PCI:0000:2b:00\\): 79, pid=[0-9]+, name=nccljob"))) | length == 1' <<<"$f"
+ev_is kmsg_xid_line "Xid 79 on 0000:2b:00.0, from the kernel.s log: NVRM: Xid \\(PCI:0000:2b:00\\): 79, pid=[0-9]+, name=nccljob"
 check kmsg_xid_hostile "a user's line or junk taken: $(jq -c '.[0] | .summary, .evidence' <<<"$f")" -- \
 	jqe '(.[0].summary + (.[0].evidence | join(" "))) | test("FAKEUSER|Xid 43|Xid 31|\\$\\(id\\)") | not' <<<"$f"
 check kmsg_xid_how "rank 1's GPU: $(jq -c '.[0].evidence | map(select(startswith("GPU:")))' <<<"$f")" -- \
-	jqe '.[0].evidence | map(select(test("^GPU: rank 1 .* is on GPU 1 \\(0000:2b:00.0\\) \\(NCCL.s log\\)"))) | length == 1' <<<"$f"
+	jqe '.[0].evidence | map(select(test("^GPU: rank 1 .* is on GPU 1 \\(0000:2b:00.0\\), by NCCL.s log"))) | length == 1' <<<"$f"
 xid_latency kmsg_xid
 check kmsg_footer "footer: $("$NT" cat "$D" | tail -1 | jq -c .gpus)" -- \
 	jqe '.gpus | test("^no NVML: .*none.so")' <<<"$("$NT" cat "$D" | tail -1)"
@@ -133,8 +142,7 @@ NCCLTRACE_NVML=$FAKENVML "$NT" run -t 3 --dump "$D" -- "$NJ" --ranks 3 --iters 2
 	--fault-rank 1 --fault-for 0.3 --timeout 30 >"$TMP/throttle.out" 2>&1
 f=$(findings "$D")
 check throttle_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "straggler 1"
-check throttle_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
-	jqe '.[0].hypotheses | map(select(test("GPU 1 \\(GPU-fa4e0001-.*\\) is throttled \\(HW thermal slowdown\\): SM clock 1100 of 1980 MHz"))) | length == 1' <<<"$f"
+hyp_is throttle_hyp "GPU 1 \\(GPU-fa4e0001-.*\\) is throttled \\(HW thermal slowdown\\): SM clock 1100 of 1980 MHz"
 own_pkill "$NJ"
 
 # --- a stall on a GPU whose link trained narrower: said, with the command that shows it; its
@@ -144,13 +152,47 @@ XID="eval gpus 'pcie=4x8 nvlink=18/18 nvlerr=500'"
 stall_xid link NCCLTRACE_NVML="$FAKENVML"
 f=$(findings "$TMP/link.jsonl")
 check link_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "stall 1"
-check link_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
-	jqe '.[0].hypotheses | map(select(test("PCIe link of GPU 1 .* runs at Gen4 x8 of its Gen5 x16.*lspci -vvs 0000:2b:00.0"))) | length == 1' <<<"$f"
+hyp_is link_hyp "PCIe link of GPU 1 .* runs at Gen4 x8 of its Gen5 x16.*lspci -vvs 0000:2b:00.0"
 check link_healthy_gpu "a healthy rank's GPU blamed: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
 	jqe '.[0].hypotheses | map(select(test("GPU [02] "))) | length == 0' <<<"$f"
 got=$("$NT" cat "$TMP/link.jsonl" | jq -s '[.[] | select(.type=="snapshot") | .procs[] | select(.rank==1) | .gpu.nvlink_err_new // 0] | max')
 check link_nvlink_errors "rank 1's GPU's NVLink errors in the dump: $got, want 480 (500 - the first sample's 20)" -- \
 	test "$got" = 480
+
+# --- every rank has a stray context on GPU 0 too (a CUDA call before set_device): rank 1 is
+# still on GPU 1, NCCL's; an Xid on GPU 1 names it ---
+gpus ""
+XID="eval echo 'xid 1 79' >>$STATE"
+JOBPRE="env FAKENVML_EXTRA=0" stall_xid stray NCCLTRACE_NVML="$FAKENVML"
+f=$(findings "$TMP/stray.jsonl")
+check stray_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "gpu_error 1"
+ev_is stray_also "^GPU: NVML lists rank 1 .* on GPU 0 too: a second CUDA context"
+R=$("$NT" report --json "$TMP/stray.jsonl")
+check stray_ranks "ranks: $(jq -c '[.ranks[] | {rank, gpu: .gpu.index}]' <<<"$R")" -- \
+	jqe '[.ranks[] | select(.rank >= 0)] | length == 3 and all(.gpu.index == .rank)' <<<"$R"
+
+# --- NVML sees no process of the job (another pid namespace) and NCCL logs no busId
+# (NCCL_DEBUG=WARN): each rank's GPU from CUDA_VISIBLE_DEVICES, entry LOCAL_RANK, a UUID's
+# prefix or an index ---
+printf 'procs none\n' >>"$STATE"
+D=$TMP/envmap.jsonl
+NCCLTRACE_NVML=$FAKENVML "$NT" run -t 3 --dump "$D" -- env NCCL_DEBUG=WARN \
+	CUDA_VISIBLE_DEVICES=GPU-fa4e0002,0,1 "$NJ" --ranks 3 --iters 30 >"$TMP/envmap.out" 2>&1
+R=$("$NT" report --json "$D")
+check envmap_ranks "ranks: $(jq -c '[.ranks[] | {rank, gpu: .gpu.index, how: .gpu.how}]' <<<"$R")" -- \
+	jqe '[.ranks[] | select(.rank >= 0) | [.rank, .gpu.index, .gpu.how]] | sort == [[0, 2, "env"], [1, 0, "env"], [2, 1, "env"]]' <<<"$R"
+gpus ""
+
+# --- a straggler whose GPU every rank shares (no set_device: NCCL and NVML put all on GPU 0) ---
+D=$TMP/shared.jsonl
+NCCLTRACE_NVML=$FAKENVML "$NT" run -t 3 --dump "$D" -- env FAKENVML_GPUS=0 FAKENCCL_CUDA_DEV=0 \
+	"$NJ" --ranks 3 --iters 24 --fault slow --fault-rank 1 --fault-for 0.3 --timeout 30 \
+	>"$TMP/shared.out" 2>&1
+f=$(findings "$D")
+check shared_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "straggler 1"
+hyp_is shared_hyp "rank 1 shares GPU 0 \\(GPU-fa4e0000-.*\\) with ranks 0, 2: they take turns on it.*set_device\\(LOCAL_RANK\\)"
+ev_is shared_env "^GPU: rank 1 .* runs on GPU 0, but its CUDA_VISIBLE_DEVICES and LOCAL_RANK point at GPU 1"
+own_pkill "$NJ"
 
 # --- the job pinned to CPU 1, NUMA node 1 of a sysfs of its own, its GPUs on node 0 ---
 if [ "$(nproc)" -ge 2 ]; then
@@ -167,14 +209,19 @@ if [ "$(nproc)" -ge 2 ]; then
 		echo 0 >"$G/numa_node"
 		ln -sfn "../../../devices/pci0000:$b/0000:$b:00.0" "$N/bus/pci/devices/0000:$b:00.0"
 	done
+	mkdir -p "$N/class/net/lo/device" # NCCL's socket NIC (NCCL_SOCKET_IFNAME=lo) on node 0
+	echo 0 >"$N/class/net/lo/device/numa_node"
 	gpus ""
+	XID=true
 	JOBPRE="taskset -c 1" stall_xid numa NCCLTRACE_NVML="$FAKENVML" NCCLTRACE_SYSFS="$N"
 	f=$(findings "$TMP/numa.jsonl" | jq -c 'map(select(.kind != "config"))')
 	check numa_kind "findings: $(kind_ranks "$f")" -- test "$(kind_ranks "$f")" = "stall 1"
-	check numa_hyp "hypotheses: $(jq -c '.[0].hypotheses' <<<"$f")" -- \
-		jqe '.[0].hypotheses | map(select(test("rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 .* is on node 0.*numactl --cpunodebind=0"))) | length == 1' <<<"$f"
+	hyp_is numa_hyp "rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 .* is on node 0.*numactl --cpunodebind=0"
+	hyp_is numa_nic "is on node 0, and so is its NIC lo \\(NCCL.s network\\)"
+	got=$("$NT" cat "$TMP/numa.jsonl" | jq -sc '[.[] | select(.type=="state") | .state.procs[] | select(.rank==1 and .nic != null) | [.nic, .nic_numa, .cpu_numa]] | unique')
+	check numa_dump "rank 1's NIC, its node and the rank's in the dump: $got" -- test "$got" = '[["lo",0,1]]'
 else
-	skip_n 2 numa "one CPU here: a rank cannot be pinned away from another node's"
+	skip_n 4 numa "one CPU here: a rank cannot be pinned away from another node's"
 fi
 
 # --- doctor: the host's GPUs through NVML; without NVML, said and no failure ---

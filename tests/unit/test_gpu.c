@@ -2,8 +2,10 @@
 /*
  * The GPU as a suspect: the kernel's Xid lines read from /dev/kmsg records (hostile and truncated
  * ones too), and diagnose() on synthetic snapshots: gpu_error names the rank whose GPU raised
- * the Xid and takes over the stall that named it; throttling, a degraded link and ACS become
- * hypotheses on a straggler or a stall.
+ * the Xid and takes over the stall that named it; throttling, a degraded link, ACS and a GPU
+ * shared by ranks, a rank pinned away from its GPU's or its NIC's NUMA node become hypotheses
+ * on a straggler or a stall; which GPU is a rank's, from
+ * NVML's processes, NCCL's log and CUDA_VISIBLE_DEVICES with LOCAL_RANK.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include "diagnose/explain.h"
 #include "diagnose/rules.h"
+#include "model/gpupick.h"
 #include "trace/xid.h"
 #include "util/clock.h"
 
@@ -100,6 +103,8 @@ static void job(void)
 		procs[r].state = 'S';
 		procs[r].nccl = true;
 		procs[r].gpu = &gpus[r];
+		procs[r].gpu_env = r;
+		procs[r].local_rank = r;
 	}
 	snap.now_ns = NOW;
 	snap.procs = procs;
@@ -147,6 +152,17 @@ static bool has_ev(const struct finding *f, const char *text)
 }
 
 static struct finding out[8];
+
+/* a finding of kind k on rank 1, explained against the job as it is now */
+static void explain_on_1(struct finding *f, enum finding_kind k)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = k;
+	f->pid = 101;
+	f->rank = 1;
+	f->peer_rank = f->conn = -1;
+	explain_finding(&snap, f);
+}
 
 static void test_xid_is_gpu_error(void **state)
 {
@@ -208,24 +224,18 @@ static void test_gpu_hypotheses(void **state)
 
 	(void)state;
 	job();
-	memset(&f, 0, sizeof(f));
-	f.kind = FINDING_STRAGGLER;
-	f.pid = 101;
-	f.rank = 1;
-	f.peer_rank = f.conn = -1;
 	gpus[1].throttle = 0x40;
 	gpus[1].sm_mhz = 1100;
-	explain_finding(&snap, &f);
-	assert_true(
-		has_ev(&f, "GPU: rank 1 (pid 101) is on GPU 1 (GPU-1, 0000:2b:00.0), util 40 %"));
+	explain_on_1(&f, FINDING_STRAGGLER);
+	assert_true(has_ev(
+		&f, "GPU: rank 1 (pid 101) is on GPU 1 (GPU-1, 0000:2b:00.0), by NVML's "
+		    "processes: util 40 %, SM 1100 of 1980 MHz, PCIe Gen5 x16, NUMA node 0"));
 	assert_true(has_hyp(&f,
 			    "GPU 1 (GPU-1, 0000:2b:00.0) is throttled (HW thermal slowdown): SM "
 			    "clock 1100 of 1980 MHz"));
 	/* an idle GPU's clocks are not a slowdown */
 	gpus[1].throttle = 0x1;
-	memset(f.hypotheses, 0, sizeof(f.hypotheses));
-	f.nhyp = f.nevidence = 0;
-	explain_finding(&snap, &f);
+	explain_on_1(&f, FINDING_STRAGGLER);
 	assert_false(has_hyp(&f, "is throttled ("));
 	/* a link trained narrower, an ACS redirect on its path */
 	gpus[1].pcie_width = 8;
@@ -233,41 +243,160 @@ static void test_gpu_hypotheses(void **state)
 	snprintf(gpus[1].host_note, sizeof(gpus[1].host_note),
 		 "ACS redirect is on at the switch port 0000:2a:01.0, between GPU 0000:2b:00.0 and "
 		 "mlx5_0 (0000:2c:00.0)");
-	f.kind = FINDING_STALL;
-	f.nhyp = f.nevidence = 0;
-	explain_finding(&snap, &f);
+	explain_on_1(&f, FINDING_STALL);
 	assert_true(has_hyp(&f, "runs at Gen4 x8 of its Gen5 x16"));
 	assert_true(has_hyp(&f, "ACS redirect is on at the switch port 0000:2a:01.0"));
 	assert_true(has_ev(&f, "PCIe Gen4 x8 of Gen5 x16"));
 	assert_false(has_hyp(&f, "NUMA node"));
 	/* the rank pinned to the other socket's CPUs */
 	procs[1].cpu_numa = 1;
-	f.nhyp = f.nevidence = 0;
-	explain_finding(&snap, &f);
+	explain_on_1(&f, FINDING_STALL);
 	assert_true(has_hyp(&f, "rank 1 may run only on the CPUs of NUMA node 1, but GPU 1 "
 				"(GPU-1, 0000:2b:00.0) is on node 0"));
 	assert_true(has_ev(&f, "NUMA node 0, the rank's CPUs on node 1"));
 	assert_false(has_hyp(&f, "NVLink errors"));
 	/* its links' error counters rose during the trace */
 	gpus[1].nvlink_err_new = 480;
-	f.nhyp = f.nevidence = 0;
-	explain_finding(&snap, &f);
+	explain_on_1(&f, FINDING_STALL);
 	assert_true(has_hyp(&f, "GPU 1 (GPU-1, 0000:2b:00.0) counted 480 NVLink errors during the "
 				"trace"));
 	/* no GPU known: nothing said */
 	procs[1].gpu = NULL;
-	f.nhyp = f.nevidence = 0;
-	explain_finding(&snap, &f);
+	explain_on_1(&f, FINDING_STALL);
 	assert_false(has_hyp(&f, "PCIe"));
 	assert_false(has_ev(&f, "GPU:"));
+}
+
+static void test_gpu_pick(void **state)
+{
+	char also[24];
+	int l[3];
+
+	(void)state;
+	job();
+	snprintf(gpus[2].uuid, sizeof(gpus[2].uuid), "GPU-8a3b0c1d-0000");
+	snprintf(gpus[1].uuid, sizeof(gpus[1].uuid), "GPU-8a3c0000-1111");
+	/* the environment: unset CUDA_VISIBLE_DEVICES, GPU LOCAL_RANK */
+	assert_int_equal(gpu_env_pick(NULL, 1, gpus, 3), 1);
+	assert_int_equal(gpu_env_pick(NULL, -1, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick(NULL, 7, gpus, 3), -1);
+	/* one entry: every local rank's; a list: entry LOCAL_RANK */
+	assert_int_equal(gpu_env_pick("2", 0, gpus, 3), 2);
+	assert_int_equal(gpu_env_pick("2", 5, gpus, 3), 2);
+	assert_int_equal(gpu_env_pick("2,0,1", 1, gpus, 3), 0);
+	assert_int_equal(gpu_env_pick("2, 0 ,1", 1, gpus, 3), 0);
+	assert_int_equal(gpu_env_pick("2,0,1", 3, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("2,0", -1, gpus, 3), -1);
+	/* UUIDs, whole or a prefix CUDA takes; an ambiguous prefix, MIG, junk, none visible */
+	assert_int_equal(gpu_env_pick("GPU-8a3b0c1d-0000", 0, gpus, 3), 2);
+	assert_int_equal(gpu_env_pick("0,GPU-8a3b", 1, gpus, 3), 2);
+	assert_int_equal(gpu_env_pick("GPU-8a3", 0, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("MIG-1234", 0, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("x1", 0, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("-1", 0, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("", 0, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick(",", 1, gpus, 3), -1);
+	assert_int_equal(gpu_env_pick("9", 0, gpus, 3), -1);
+	/* NVML lists the process on GPUs 0 and 2 (a stray context on 0): NCCL's bus wins */
+	l[0] = 0, l[1] = 2;
+	assert_int_equal(gpu_pick(gpus, l, 2, "0000:3b:00.0", -1, also, sizeof(also)), 2);
+	assert_string_equal(also, "0");
+	/* no log: the environment's */
+	assert_int_equal(gpu_pick(gpus, l, 2, "", 2, also, sizeof(also)), 2);
+	assert_string_equal(also, "0");
+	/* neither: the lowest; the environment's GPU not listed does not count */
+	l[0] = 2, l[1] = 1;
+	assert_int_equal(gpu_pick(gpus, l, 2, NULL, 0, also, sizeof(also)), 1);
+	assert_string_equal(also, "2");
+	/* the log's GPU not listed: the environment's */
+	assert_int_equal(gpu_pick(gpus, l, 2, "0000:1b:00.0", 2, also, sizeof(also)), 2);
+	/* one: it, nothing else */
+	assert_int_equal(gpu_pick(gpus, l, 1, NULL, -1, also, sizeof(also)), 2);
+	assert_string_equal(also, "");
+	assert_int_equal(gpu_pick(gpus, l, 0, "0000:3b:00.0", 2, also, sizeof(also)), -1);
+}
+
+/* ranks sharing a GPU, a stray context, a rank off its environment's GPU */
+static void test_gpu_shared(void **state)
+{
+	struct finding f;
+
+	(void)state;
+	job();
+	explain_on_1(&f, FINDING_STRAGGLER);
+	assert_false(has_hyp(&f, "shares"));
+	assert_false(has_ev(&f, "second CUDA context"));
+	assert_false(has_ev(&f, "point at GPU"));
+	/* every rank on GPU 0 */
+	procs[1].gpu = procs[2].gpu = &gpus[0];
+	snprintf(procs[1].gpu_also, sizeof(procs[1].gpu_also), "1");
+	explain_on_1(&f, FINDING_STRAGGLER);
+	assert_true(has_hyp(&f, "rank 1 shares GPU 0 (GPU-0, 0000:1b:00.0) with ranks 0, 2: they "
+				"take turns on it"));
+	assert_true(has_ev(&f, "GPU: rank 1 (pid 101) runs on GPU 0, but its CUDA_VISIBLE_DEVICES "
+			       "and LOCAL_RANK point at GPU 1"));
+	assert_true(has_ev(&f, "GPU: NVML lists rank 1 (pid 101) on GPU 1 too: a second CUDA "
+			       "context"));
+	/* an exited rank shares nothing; a stall is not slowed by sharing */
+	procs[2].exited = true;
+	explain_on_1(&f, FINDING_STRAGGLER);
+	assert_true(has_hyp(&f, "with rank 0: they"));
+	explain_on_1(&f, FINDING_STALL);
+	assert_false(has_hyp(&f, "shares"));
+	/* the environment said nothing: no mismatch */
+	procs[1].gpu_env = -1;
+	explain_on_1(&f, FINDING_STALL);
+	assert_false(has_ev(&f, "point at GPU"));
+	/* put there by the environment: said so */
+	procs[1].gpu = &gpus[1];
+	snprintf(gpus[1].how, sizeof(gpus[1].how), "env");
+	explain_on_1(&f, FINDING_STALL);
+	assert_true(has_ev(&f, "GPU: rank 1 (pid 101) is on GPU 1 (GPU-1, 0000:2b:00.0), by its "
+			       "CUDA_VISIBLE_DEVICES and LOCAL_RANK (NVML lists no process of it): "
+			       "util 40 %"));
+}
+
+/* the rank pinned away from its NIC's node: with its GPU's, or on its own */
+static void test_nic_numa(void **state)
+{
+	struct finding f;
+
+	(void)state;
+	job();
+	procs[1].cpu_numa = 1;
+	snprintf(procs[1].nic, sizeof(procs[1].nic), "mlx5_0");
+	procs[1].nic_numa = 0;
+	explain_on_1(&f, FINDING_STALL);
+	assert_true(has_hyp(&f, "but GPU 1 (GPU-1, 0000:2b:00.0) is on node 0, and so is its NIC "
+				"mlx5_0 (NCCL's network): its copies"));
+	assert_false(has_hyp(&f, "but its NIC"));
+	/* the GPU on the rank's node, the NIC not */
+	gpus[1].numa = 1;
+	explain_on_1(&f, FINDING_STALL);
+	assert_true(has_hyp(&f,
+			    "rank 1 may run only on the CPUs of NUMA node 1, but its NIC mlx5_0 "
+			    "(NCCL's network) is on node 0: its proxy thread's"));
+	assert_false(has_hyp(&f, "but GPU 1"));
+	/* no GPU known: the NIC still */
+	procs[1].gpu = NULL;
+	explain_on_1(&f, FINDING_STALL);
+	assert_true(has_hyp(&f, "but its NIC mlx5_0"));
+	/* its NIC's node unknown, or the rank's: nothing */
+	procs[1].nic_numa = -1;
+	explain_on_1(&f, FINDING_STALL);
+	assert_false(has_hyp(&f, "NIC"));
+	procs[1].nic_numa = 0;
+	procs[1].cpu_numa = -1;
+	explain_on_1(&f, FINDING_STALL);
+	assert_false(has_hyp(&f, "NIC"));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_xid_lines),
-		cmocka_unit_test(test_xid_is_gpu_error),
-		cmocka_unit_test(test_gpu_hypotheses),
+		cmocka_unit_test(test_xid_lines),      cmocka_unit_test(test_xid_is_gpu_error),
+		cmocka_unit_test(test_gpu_hypotheses), cmocka_unit_test(test_gpu_pick),
+		cmocka_unit_test(test_gpu_shared),     cmocka_unit_test(test_nic_numa),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,10 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "diagnose/pcilint.h"
+#include "model/gpupick.h"
 #include "model/snaplog.h"
 #include "cmd/gpuwatch.h"
 #include "trace/hostcheck.h"
 #include "trace/pcitopo.h"
+#include "trace/procfs.h"
 #include "trace/xid.h"
 #include "util/clock.h"
 
@@ -39,8 +41,11 @@ struct pidgpu {
 	int pid, gpu;
 };
 
-struct pidnuma {
-	int pid, node; /* node: -2 not read yet */
+struct pidinfo {
+	int pid, node; /* node: its CPUs' NUMA node, -1 several or unknown */
+	int env;       /* index in cur[] of the GPU its environment points at, -1 none */
+	char nic[24];  /* its NCCL network's NIC, "" not known yet */
+	int nic_numa;
 };
 
 struct xidrec {
@@ -73,8 +78,10 @@ struct gpuwatch {
 	size_t nk;
 	struct pci_dev *pci;
 	int npci;
-	struct pidnuma aff[MAX_PIDS]; /* the ranks' CPU affinity as a NUMA node, read per sample */
+	/* the ranks' CPU affinity as a NUMA node and their environment's GPU, read per sample */
+	struct pidinfo aff[MAX_PIDS];
 	int naff;
+	uint64_t aff_ns;       /* when aff[] was last emptied */
 	char nodecpus[8][256]; /* each NUMA node's cpulist, "" none */
 	int nnodes;
 	struct lint_problem host[MAX_HOST];
@@ -442,58 +449,155 @@ static void read_kmsg(struct gpuwatch *g, uint64_t now)
 	}
 }
 
-/* the GPU of NCCL's busId (its int64 form) in the NCCL log: found or added to cur[] */
+/* NCCL's busId (its int64 form) as "0000:3b:00.0" */
+static void log_bdf(const struct snap_log_comm *c, char *bdf, size_t len)
+{
+	snprintf(bdf, len, "%04lx:%02lx:%02lx.%lx", (unsigned long)(c->bus_id >> 20 & 0xffff),
+		 (unsigned long)(c->bus_id >> 12 & 0xff), (unsigned long)(c->bus_id >> 4 & 0xff),
+		 (unsigned long)(c->bus_id & 0xf));
+}
+
+/* a GPU put into cur[] for one rank, told how; NULL when full */
+static struct snap_gpu *add_gpu(struct gpuwatch *g, const struct snap_gpu *from, int index,
+				const char *bdf, const char *how)
+{
+	struct snap_gpu *d;
+
+	if (g->ncur >= MAX_GPUS)
+		return NULL;
+	d = &g->cur[g->ncur++];
+	if (from)
+		*d = *from;
+	else
+		blank_gpu(d, index);
+	if (bdf)
+		snprintf(d->bus, sizeof(d->bus), "%.12s", bdf);
+	snprintf(d->how, sizeof(d->how), "%s", how);
+	for (int j = 0; !from && j < g->npci; j++)
+		if (!strcmp(g->pci[j].bdf, d->bus))
+			d->numa = g->pci[j].numa;
+	return d;
+}
+
+/* the GPU of NCCL's busId in the NCCL log: found or added to cur[] */
 static struct snap_gpu *log_gpu(struct gpuwatch *g, const struct snap_log_comm *c)
 {
 	char bdf[40];
 
 	if (!c->bus_id)
 		return NULL;
-	snprintf(bdf, sizeof(bdf), "%04lx:%02lx:%02lx.%lx",
-		 (unsigned long)(c->bus_id >> 20 & 0xffff), (unsigned long)(c->bus_id >> 12 & 0xff),
-		 (unsigned long)(c->bus_id >> 4 & 0xff), (unsigned long)(c->bus_id & 0xf));
-	for (int i = 0; i < g->ncur; i++)
-		if (!strcmp(g->cur[i].bus, bdf))
+	log_bdf(c, bdf, sizeof(bdf));
+	for (int i = g->nnvml; i < g->ncur; i++)
+		if (!strcmp(g->cur[i].bus, bdf) && !strcmp(g->cur[i].how, "nccl log"))
 			return &g->cur[i];
-	if (g->ncur >= MAX_GPUS)
-		return NULL;
-	blank_gpu(&g->cur[g->ncur], c->nvml_dev);
-	snprintf(g->cur[g->ncur].bus, sizeof(g->cur[0].bus), "%.12s", bdf);
-	snprintf(g->cur[g->ncur].how, sizeof(g->cur[0].how), "nccl log");
-	for (int j = 0; j < g->npci; j++)
-		if (!strcmp(g->pci[j].bdf, bdf))
-			g->cur[g->ncur].numa = g->pci[j].numa;
-	return &g->cur[g->ncur++];
+	for (int i = 0; i < g->nnvml; i++)
+		if (!strcmp(g->cur[i].bus, bdf))
+			return add_gpu(g, &g->cur[i], 0, NULL, "nccl log");
+	return add_gpu(g, NULL, c->nvml_dev, bdf, "nccl log");
 }
 
-static struct snap_gpu *proc_gpu(struct gpuwatch *g, const struct snap_proc *p)
+/* CUDA_VISIBLE_DEVICES of pid, into buf; NULL if unset or unreadable */
+static const char *pid_cvd(int pid, char *buf, size_t len)
 {
+	char *env = NULL;
+	size_t n = 0;
+	const char *found = NULL;
+
+	if (procfs_read_environ(pid, &env, &n) < 0)
+		return NULL;
+	for (size_t k = 0; k < n; k += strlen(env + k) + 1)
+		if (!strncmp(env + k, "CUDA_VISIBLE_DEVICES=", 21)) {
+			snprintf(buf, len, "%s", env + k + 21);
+			found = buf;
+		}
+	free(env);
+	return found;
+}
+
+/*
+ * The NIC p's NCCL network uses, from NCCL's log: the device of its first NET channel line
+ * ("NET/IB/1": device 1), else device 0, named by the "NET/IB : Using [1]mlx5_1:1/IB" line
+ * (port dropped); its NUMA node from sysfs. -1: not known.
+ */
+static int proc_nic(const struct snap_proc *p, char *nic, size_t len)
+{
+	const struct snap_nccl_log *l = p->nccl_log;
+	const char *sys = getenv("NCCLTRACE_SYSFS");
+	char what[16] = "", path[PATH_MAX], v[16];
+	int dev = 0;
+
+	nic[0] = 0;
+	if (!l)
+		return -1;
+	for (int i = 0; i < l->npath && !what[0]; i++)
+		if (l->path[i].net &&
+		    sscanf(l->path[i].transport, "NET/%11[^/]/%d", what + 4, &dev) == 2)
+			memcpy(what, "NET/", 4);
+	if (!what[0])
+		snprintf(what, sizeof(what), "%s",
+			 !strcmp(l->network, "IB") ? "NET/IB" : "NET/Socket");
+	for (int i = 0; i < l->nifs && !nic[0]; i++)
+		if (!strcmp(l->ifs[i].what, what) &&
+		    (l->ifs[i].index == dev || l->ifs[i].index < 0))
+			snprintf(nic, len, "%.*s", (int)strcspn(l->ifs[i].name, ":"),
+				 l->ifs[i].name);
+	if (!nic[0] || strchr(nic, '/') || nic[0] == '.')
+		return nic[0] = 0, -1;
+	snprintf(path, sizeof(path), "%s/class/%s/%s/device/numa_node", sys && *sys ? sys : "/sys",
+		 !strcmp(what, "NET/IB") ? "infiniband" : "net", nic);
+	return host_read_line(path, v, sizeof(v)) ? atoi(v) : -1;
+}
+
+/* pid's CPUs' node, its environment's GPU and its NIC's node, read once a sample */
+static const struct pidinfo *proc_info(struct gpuwatch *g, const struct snap_proc *p)
+{
+	char cvd[256];
+	const char *v;
+
+	for (int i = 0; i < g->naff; i++)
+		if (g->aff[i].pid == p->pid)
+			return &g->aff[i];
+	if (g->naff == MAX_PIDS)
+		return NULL;
+	v = pid_cvd(p->pid, cvd, sizeof(cvd));
+	g->aff[g->naff] = (struct pidinfo){.pid = p->pid,
+					   .node = cpu_node(g, p->pid),
+					   .env = gpu_env_pick(v, p->local_rank, g->cur, g->nnvml)};
+	g->aff[g->naff].nic_numa = proc_nic(p, g->aff[g->naff].nic, sizeof(g->aff[0].nic));
+	return &g->aff[g->naff++];
+}
+
+static struct snap_gpu *proc_gpu(struct gpuwatch *g, struct snap_proc *p)
+{
+	const struct snap_log_comm *c =
+		p->nccl_log && p->nccl_log->ncomm ? &p->nccl_log->comm[0] : NULL;
+	const struct pidinfo *pi = p->rank >= 0 && !p->exited ? proc_info(g, p) : NULL;
+	int listed[MAX_GPUS], nl = 0, k;
+	char bdf[40] = "";
+
+	p->gpu_env = pi && pi->env >= 0 ? g->cur[pi->env].index : -1;
+	p->gpu_also[0] = 0;
+	if (c && c->bus_id)
+		log_bdf(c, bdf, sizeof(bdf));
 	for (int i = 0; i < g->npids; i++)
 		if (g->pids[i].pid == p->pid)
-			for (int k = 0; k < g->nnvml; k++)
-				if (g->cur[k].index == g->pids[i].gpu)
-					return &g->cur[k];
+			for (int j = 0; j < g->nnvml && nl < MAX_GPUS; j++)
+				if (g->cur[j].index == g->pids[i].gpu)
+					listed[nl++] = j;
+	k = gpu_pick(g->cur, listed, nl, bdf, pi ? pi->env : -1, p->gpu_also, sizeof(p->gpu_also));
+	if (k >= 0)
+		return &g->cur[k];
 	/*
 	 * a rank NVML did not list yet: sampled again soon, in the trace's first UNLISTED_NS
 	 * only (NVML in another pid namespace never lists it: no sample a second for ever)
 	 */
 	if (p->rank >= 0 && !p->exited && g->nnvml && g->now_ns - g->start_ns < UNLISTED_NS)
 		g->want = true;
-	if (p->nccl_log && p->nccl_log->ncomm)
-		return log_gpu(g, &p->nccl_log->comm[0]);
+	if (c && c->bus_id)
+		return log_gpu(g, c);
+	if (pi && pi->env >= 0)
+		return add_gpu(g, &g->cur[pi->env], 0, NULL, "env");
 	return NULL;
-}
-
-/* pid's node, read once a sample */
-static int proc_node(struct gpuwatch *g, int pid)
-{
-	for (int i = 0; i < g->naff; i++)
-		if (g->aff[i].pid == pid)
-			return g->aff[i].node;
-	if (g->naff == MAX_PIDS)
-		return -1;
-	g->aff[g->naff] = (struct pidnuma){.pid = pid, .node = cpu_node(g, pid)};
-	return g->aff[g->naff++].node;
 }
 
 /* the latest Xid and the host's PCI problems, onto each GPU */
@@ -525,13 +629,22 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 	g->now_ns = now;
 	read_helper(g, now);
 	read_kmsg(g, now);
-	g->ncur = g->nnvml; /* the NCCL log's GPUs are found again each tick */
+	g->ncur = g->nnvml;		    /* the NCCL log's GPUs are found again each tick */
+	if (now - g->aff_ns >= SAMPLE_NS) { /* without NVML's samples too */
+		g->naff = 0;
+		g->aff_ns = now;
+	}
 	for (int i = 0; i < s->nprocs; i++) {
 		struct snap_proc *p = &s->procs[i];
 
+		const struct pidinfo *pi;
+
 		p->gpu = proc_gpu(g, p);
-		if (p->gpu && !p->exited)
-			p->cpu_numa = proc_node(g, p->pid);
+		if ((p->gpu || p->rank >= 0) && !p->exited && (pi = proc_info(g, p))) {
+			p->cpu_numa = pi->node;
+			p->nic_numa = pi->nic_numa;
+			snprintf(p->nic, sizeof(p->nic), "%s", pi->nic);
+		}
 	}
 	decorate(g);
 	if (g->want && now - g->asked_ns >= SOON_NS)

@@ -48,7 +48,10 @@ static void gpu_name(const struct snap_gpu *g, char *buf, size_t len)
 	snprintf(buf, len, "GPU%s (%s%s%s)", idx, g->uuid, g->uuid[0] ? ", " : "", g->bus);
 }
 
-/* the GPU's figures as one line of evidence */
+/*
+ * the GPU's figures as one line of evidence: who, which GPU and how it was found first (a real
+ * UUID is 40 characters: what a line's end loses is the last figures)
+ */
 static void gpu_evidence(const struct snap_proc *p, struct finding *f)
 {
 	const struct snap_gpu *g = p->gpu;
@@ -58,23 +61,64 @@ static void gpu_evidence(const struct snap_proc *p, struct finding *f)
 	gpu_name(g, name, sizeof(name));
 	snap_proc_name(p, p->pid, who, sizeof(who));
 	if (g->util >= 0)
-		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", util %d %%", g->util);
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ": util %d %%", g->util);
 	if (g->sm_mhz > 0 && at < sizeof(figs))
-		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", SM %d of %d MHz", g->sm_mhz,
-				       g->sm_max_mhz);
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, "%sSM %d of %d MHz",
+				       at ? ", " : ": ", g->sm_mhz, g->sm_max_mhz);
 	if (g->pcie_width && at < sizeof(figs))
-		at += (size_t)snprintf(figs + at, sizeof(figs) - at,
-				       ", PCIe Gen%d x%d of Gen%d x%d", g->pcie_gen, g->pcie_width,
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, "%sPCIe Gen%d x%d",
+				       at ? ", " : ": ", g->pcie_gen, g->pcie_width);
+	if (g->pcie_width &&
+	    (g->pcie_gen != g->pcie_gen_max || g->pcie_width != g->pcie_width_max) &&
+	    at < sizeof(figs))
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, " of Gen%d x%d",
 				       g->pcie_gen_max, g->pcie_width_max);
 	if (g->nvlink_known && at < sizeof(figs))
-		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", NVLink %d of %d up",
-				       g->nvlink_up, g->nvlink_known);
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, "%sNVLink %d of %d up",
+				       at ? ", " : ": ", g->nvlink_up, g->nvlink_known);
 	if (g->numa >= 0 && at < sizeof(figs))
-		at += (size_t)snprintf(figs + at, sizeof(figs) - at, ", NUMA node %d", g->numa);
+		at += (size_t)snprintf(figs + at, sizeof(figs) - at, "%sNUMA node %d",
+				       at ? ", " : ": ", g->numa);
 	if (p->cpu_numa >= 0 && at < sizeof(figs))
-		snprintf(figs + at, sizeof(figs) - at, ", the rank's CPUs on node %d", p->cpu_numa);
-	add_evidence(f, "GPU: %s is on %s%s (%s)", who, name, figs,
-		     !strcmp(g->how, "nvml") ? "NVML lists its process there" : "NCCL's log");
+		snprintf(figs + at, sizeof(figs) - at, "%sthe rank's CPUs on node %d",
+			 at ? ", " : ": ", p->cpu_numa);
+	add_evidence(f, "GPU: %s is on %s, by %s%s", who, name,
+		     !strcmp(g->how, "nvml") ? "NVML's processes"
+		     : !strcmp(g->how, "env")
+			     ? "its CUDA_VISIBLE_DEVICES and LOCAL_RANK (NVML lists "
+			       "no process of it)"
+			     : "NCCL's log",
+		     figs);
+	if (p->gpu_also[0])
+		add_evidence(f,
+			     "GPU: NVML lists %s on GPU %s too: a second CUDA context (a CUDA call "
+			     "before torch.cuda.set_device makes one on GPU 0)",
+			     who, p->gpu_also);
+	if (p->gpu_env >= 0 && g->index >= 0 && p->gpu_env != g->index)
+		add_evidence(f,
+			     "GPU: %s runs on GPU %d, but its CUDA_VISIBLE_DEVICES and LOCAL_RANK "
+			     "point at GPU %d",
+			     who, g->index, p->gpu_env);
+}
+
+/* the other live ranks on p's GPU, "0, 2" into buf; how many */
+static int sharers(const struct snapshot *s, const struct snap_proc *p, char *buf, size_t len)
+{
+	size_t at = 0;
+	int n = 0;
+
+	buf[0] = 0;
+	for (int i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *q = &s->procs[i];
+
+		if (q == p || q->rank < 0 || q->exited || !q->gpu ||
+		    strcmp(q->gpu->bus, p->gpu->bus))
+			continue;
+		n++;
+		if (at + 16 < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%d", at ? ", " : "", q->rank);
+	}
+	return n;
 }
 
 /* every process on the GPU at bus, as the waiters of f; the culprit's findings given up to f */
@@ -162,12 +206,33 @@ void gpu_findings(const struct snapshot *s, struct finding *out, int *n, int max
 	}
 }
 
+/* the rank pinned to another NUMA node than its NIC's (the GPU's own rule says it where both
+ * are on one node) */
+static void nic_rule(struct hyps *h, const struct snap_proc *p, const struct finding *f)
+{
+	const struct snap_gpu *g = p->gpu;
+
+	if (p->cpu_numa < 0 || p->nic_numa < 0 || !p->nic[0] || p->cpu_numa == p->nic_numa ||
+	    (g && g->numa == p->nic_numa))
+		return;
+	if (f->kind != FINDING_STALL && f->kind != FINDING_STRAGGLER &&
+	    f->kind != FINDING_RING_SETUP_BLOCKED)
+		return;
+	hyp(h, f->kind == FINDING_STRAGGLER ? 60 : 25,
+	    "rank %d may run only on the CPUs of NUMA node %d, but its NIC %s (NCCL's network) is "
+	    "on node %d: its proxy thread's sends and receives cross the sockets' link; bind it to "
+	    "node %d (numactl --cpunodebind=%d --membind=%d)",
+	    p->rank, p->cpu_numa, p->nic, p->nic_numa, p->nic_numa, p->nic_numa, p->nic_numa);
+}
+
 void explain_gpu_rules(struct hyps *h, const struct snapshot *s, struct finding *f)
 {
 	const struct snap_proc *p = f->pid > 0 ? snapshot_proc(s, f->pid) : NULL;
 	const struct snap_gpu *g = p ? p->gpu : NULL;
-	char name[96], why[120];
+	char name[96], why[120], others[64];
 
+	if (p)
+		nic_rule(h, p, f);
 	if (!g)
 		return;
 	gpu_evidence(p, f);
@@ -219,12 +284,23 @@ void explain_gpu_rules(struct hyps *h, const struct snapshot *s, struct finding 
 		    name, (unsigned long long)g->nvlink_err_new, g->index);
 	if (p->cpu_numa >= 0 && g->numa >= 0 && p->cpu_numa != g->numa)
 		hyp(h, f->kind == FINDING_STRAGGLER ? 65 : 30,
-		    "rank %d may run only on the CPUs of NUMA node %d, but %s is on node %d: its "
-		    "copies and kernel launches cross the sockets' link; bind it to node %d "
+		    "rank %d may run only on the CPUs of NUMA node %d, but %s is on node %d%s%s%s: "
+		    "its copies and kernel launches cross the sockets' link; bind it to node %d "
 		    "(numactl --cpunodebind=%d --membind=%d)",
-		    p->rank, p->cpu_numa, name, g->numa, g->numa, g->numa, g->numa);
+		    p->rank, p->cpu_numa, name, g->numa,
+		    p->nic[0] && p->nic_numa == g->numa ? ", and so is its NIC " : "",
+		    p->nic[0] && p->nic_numa == g->numa ? p->nic : "",
+		    p->nic[0] && p->nic_numa == g->numa ? " (NCCL's network)" : "", g->numa,
+		    g->numa, g->numa);
 	if (g->host_note[0] && (f->kind == FINDING_STALL || f->kind == FINDING_RING_SETUP_BLOCKED))
 		hyp(h, 55, "%s (nccltrace doctor gives the fix)", g->host_note);
+	if (f->kind == FINDING_STRAGGLER && sharers(s, p, others, sizeof(others)))
+		hyp(h, 55,
+		    "rank %d shares %s with rank%s %s: they take turns on it, each at a fraction "
+		    "of its speed; give each rank a GPU of its own "
+		    "(torch.cuda.set_device(LOCAL_RANK), "
+		    "or CUDA_VISIBLE_DEVICES per rank)",
+		    p->rank, name, strchr(others, ',') ? "s" : "", others);
 	if (f->kind == FINDING_STALL && g->util >= 95)
 		hyp(h, 35,
 		    "%s is busy (%d %% of the last sample) while its rank makes no progress in "

@@ -136,7 +136,8 @@ void model__proc_add(struct model *m, int pid, int ppid, const char *comm, uint6
 	memset(p, 0, sizeof(*p));
 	p->p.pid = pid;
 	p->p.ppid = ppid;
-	p->p.rank = p->p.local_rank = p->p.world_size = p->p.cpu_numa = -1;
+	p->p.rank = p->p.local_rank = p->p.world_size = p->p.cpu_numa = p->p.gpu_env =
+		p->p.nic_numa = -1;
 	p->p.state = 'R';
 	snprintf(p->p.comm, sizeof(p->p.comm), "%s", comm ? comm : "");
 	p->info.ri.rank = p->info.ri.local_rank = p->info.ri.world_size = -1;

@@ -441,7 +441,8 @@ struct snapstore *snapjson_parse(json_t *o, int64_t shift, char *err, size_t err
 	{
 		if (!json_is_object(v))
 			continue;
-		s->procs[s->nprocs].rank = s->procs[s->nprocs].cpu_numa = -1;
+		s->procs[s->nprocs].rank = s->procs[s->nprocs].cpu_numa =
+			s->procs[s->nprocs].gpu_env = s->procs[s->nprocs].nic_numa = -1;
 		if (proc_parse(st, &s->procs[s->nprocs++], v, shift))
 			goto nomem;
 	}

@@ -216,6 +216,15 @@ struct snap_proc {
 	const struct snap_ib_error *ib_err; /* NULL: none */
 	const struct snap_ib *ib;	    /* verbs seen in it, NULL: none */
 	const struct snap_gpu *gpu;	    /* its GPU, NULL: not known */
+	/*
+	 * the NVML index of the GPU its CUDA_VISIBLE_DEVICES and LOCAL_RANK point at (-1: they do
+	 * not say, or no NVML); the other GPUs NVML lists it on ("0", "0,2": stray contexts)
+	 */
+	int gpu_env;
+	char gpu_also[24];
+	/* the NIC its NCCL's network uses ("mlx5_0", "eth0"; NCCL's log) and its NUMA node (-1) */
+	char nic[24];
+	int nic_numa;
 	struct snap_ib_handshake ib_hs;
 	struct snap_net_poll net_poll;	 /* the longest unfinished one of its proxy threads */
 	const struct snap_stack *stacks; /* its waiting threads' latest stacks, NULL: none taken */

@@ -4,7 +4,7 @@
 # --master-port), the ranks of a real trace dump, a port really held, the real interfaces and
 # the real NCCL library's names; what sudo's env_reset drops, read from a real ancestor; and a
 # host's PCI tree (ACS, links, the IOMMU) laid out as the kernel's.
-# checks: 45
+# checks: 47
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -38,11 +38,30 @@ command -v nvcc >/dev/null &&
 if [ -n "$lib" ] && [ -r "$lib" ]; then
 	out=$(env -i "PATH=$PATH" NCCL_IB_TIMOUT=3 "$NT" doctor --json)
 	check names_from_library "$(jq -r .names_from <<<"$out")" -- \
-		jqe '.names_from | test("^NCCL 2\\.[0-9.]+ at .*libnccl.so.2$")' <<<"$out"
+		jqe '(.names_from | test("^NCCL 2\\.[0-9.]+ at .*libnccl.so.2$")) and .names_registry_api == false' <<<"$out"
 	check json_problem "$out" -- \
 		jqe '.errors == 1 and .problems[0].variable == "NCCL_IB_TIMOUT" and .problems[0].fix == "did you mean NCCL_IB_TIMEOUT?"' <<<"$out"
 else
 	skip_n 2 names_from_library "no CUDA toolkit's libnccl.so.2 next to nvcc here (${lib:-no nvcc on PATH})"
+fi
+# NCCL 2.30.4 on exports ncclParamGetAllParameterKeys, whose registry holds only the parameters
+# moved into it (9 in 2.30.7): the names still come from the library's strings, and doctor says
+# why. A library of its own: NCCL_* strings, the version string, the exported function
+{
+	for i in $(seq 1 60); do echo "const char *n$i = \"NCCL_FAKE_PARAM_$i\";"; done
+	echo 'const char *nt = "NCCL_IB_TIMEOUT", *ver = "NCCL version 2.30.7+cuda13.0";'
+	echo 'int ncclParamGetAllParameterKeys(const char ***t, int *n) { *t = 0; *n = 0; return 0; }'
+} >"$TMP/lib230.c"
+mkdir -p "$TMP/nccl230"
+if cc -shared -fPIC -o "$TMP/nccl230/libnccl.so.2" "$TMP/lib230.c" 2>"$TMP/cc.err"; then
+	out=$(env -i "PATH=/usr/bin:/bin" NCCL_IB_TIMOUT=3 "$NT" doctor --nccl-lib "$TMP/nccl230/libnccl.so.2" --json)
+	check registry_api_json "$(jq -c '{names_from, names_registry_api, fix: .problems[0].fix}' <<<"$out")" -- \
+		jqe '(.names_from | test("^NCCL 2.30.7 at .*nccl230/libnccl.so.2$")) and .names_registry_api == true and .problems[0].fix == "did you mean NCCL_IB_TIMEOUT?"' <<<"$out"
+	out=$(env -i "PATH=/usr/bin:/bin" "$NT" doctor --nccl-lib "$TMP/nccl230/libnccl.so.2" 2>&1)
+	check registry_api_said "$out" -- \
+		grep -q "its ncclParamGetAllParameterKeys lists only the parameters moved into NCCL's new registry" <<<"$out"
+else
+	skip_n 2 registry_api "no C compiler to build a library: $(head -1 "$TMP/cc.err")"
 fi
 out=$(env -i "PATH=/usr/bin:/bin" NCCL_IB_TIMOUT=3 "$NT" doctor --nccl-lib /nonexistent --json)
 check builtin_table "$(jq -r .names_from <<<"$out")" -- \

@@ -537,6 +537,7 @@ static int report(const struct doctor_opts *o, const char *what, const struct nc
 			json_array_append_new(a, problem_json(&p[i]));
 		json_object_set_new(r, "checked", json_string(what));
 		json_object_set_new(r, "names_from", json_string(from));
+		json_object_set_new(r, "names_registry_api", json_boolean(nm->registry_api));
 		json_object_set_new(r, "problems", a);
 		json_object_set_new(r, "errors", json_integer(errors));
 		json_object_set_new(r, "warnings", json_integer(counted - errors));
@@ -552,6 +553,9 @@ static int report(const struct doctor_opts *o, const char *what, const struct nc
 			       counted == 1 ? "" : "s", errors, errors == 1 ? "" : "s", what, from);
 		else
 			printf("no problems in %s; NCCL names from %s\n", what, from);
+		if (nm->registry_api)
+			printf("  (its strings: its ncclParamGetAllParameterKeys lists only the "
+			       "parameters moved into NCCL's new registry, not every name it reads)\n");
 		job_sources(nm->path, NULL);
 	}
 	return counted ? 1 : 0;

@@ -35,6 +35,7 @@ static bool names_from_lib(struct nccl_names *nm, const char *path)
 	if (access(path, R_OK) || elflib_open(path, &l, err, sizeof(err)))
 		return false;
 	elflib_each_string(l, "NCCL_", take_name, nm);
+	nm->registry_api = elflib_find(l, "ncclParamGetAllParameterKeys", NULL, 0) > 0;
 	if (!elflib_find_string(l, "NCCL version ", ver, sizeof(ver)))
 		sscanf(ver + strlen("NCCL version "), "%63[0-9.]", ver);
 	else
@@ -134,6 +135,7 @@ void nccl_names_load(struct nccl_names *nm, const char *lib, const char *cmd0)
 	int nc = 0;
 
 	nm->n = 0;
+	nm->registry_api = false;
 	if (lib && names_from_lib(nm, lib))
 		return;
 	if (!lib) {

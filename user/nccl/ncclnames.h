@@ -16,6 +16,12 @@ struct nccl_names {
 	int n;
 	char from[PATH_MAX + 64]; /* "NCCL 2.28.9 at /x/libnccl.so.2" or the table's name */
 	char path[PATH_MAX];	  /* that library, "" for the table */
+	/*
+	 * it exports ncclParamGetAllParameterKeys (2.30.4 on), not used: that registry lists only
+	 * the parameters moved into it (2 in 2.30.4, 9 in 2.30.7, of about 240 names read), so the
+	 * names come from the library's strings, which hold the registry's keys too
+	 */
+	bool registry_api;
 };
 
 /* From lib if given, else from the first library found for cmd0 (may be NULL), else the table. */

@@ -3,10 +3,10 @@
 # The GPU as a suspect on the GPU machine, on real NVML and real PyTorch + NCCL (8 ranks as 8
 # hosts on one GPU, sockets forced): what nccltrace-nvml reads against nvidia-smi; the same
 # 200-iteration torchrun job untraced, under `run` (NVML on, then off: the slow tick's cost),
-# under the agent (AGAIN=1: untraced and under the agent again), each with its loop's time (the job's
-# own clock, after init); each rank's GPU as the run's dump and report --json give it; doctor.
+# under the agent; ROUNDS times (default 1) in turn, each with its loop's time (the job's own
+# clock, after init); each rank's GPU as the run's dump and report --json give it; doctor.
 # Results in $OUT/c.tgz, summary.txt first.
-#   scripts/gpu-nvml.sh        (make static: build/nccltrace-static, build/nccltrace-nvml and
+#   [ROUNDS=N] scripts/gpu-nvml.sh (make static: build/nccltrace-static, build/nccltrace-nvml and
 #                               the plugins carried)
 set -u
 cd "$(dirname "$0")/.."
@@ -42,22 +42,25 @@ agent_job() { # NAME PORT: under an agent started before it
 	kill -TERM $ag
 	wait $ag
 }
-job untraced1 29621
-job run 29622 "$NT" run -v -t 3 -o "$O/run.jsonl" --
-job run-nonvml 29623 env NCCLTRACE_NVML=/nonexistent "$NT" run -v -t 3 -o "$O/run2.jsonl" --
-agent_job agent1 29624
-[ -n "${AGAIN:-}" ] && job untraced2 29625 && agent_job agent2 29626
+for r in $(seq 1 "${ROUNDS:-1}"); do
+	job "untraced$r" $((29620 + 4 * r))
+	job "run$r" $((29621 + 4 * r)) "$NT" run -v -t 3 -o "$O/run$r.jsonl" --
+	job "run-nonvml$r" $((29622 + 4 * r)) env NCCLTRACE_NVML=/nonexistent "$NT" run -v -t 3 \
+		-o "$O/run-nonvml$r.jsonl" --
+	agent_job "agent$r" $((29623 + 4 * r))
+done
 pkill -9 -f "[a]llreduce.py"
-grep -h "GPUs:" "$O/run.log" "$O/run2.log" >>"$S"
-"$NT" report --json "$O/run.jsonl" | python3 -c '
+grep -h "GPUs:" "$O/run1.log" "$O/run-nonvml1.log" >>"$S"
+"$NT" report --json "$O/run1.jsonl" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 g = [(r.get("rank"), (r.get("gpu") or {}).get("index"), (r.get("gpu") or {}).get("uuid"),
       (r.get("gpu") or {}).get("how")) for r in d["ranks"] if (r.get("rank") or -1) >= 0]
 print("ranks with their GPU:", len([x for x in g if x[2]]), "of", len(g), g[:2])
 print("findings:", [f["kind"] for f in d["findings"]])' >>"$S" 2>&1
-for d in "$O"/run.jsonl "$O"/run2.jsonl /tmp/ag-agent*/*.zst; do
-	echo "tracer of $d: $("$NT" cat "$d" | tail -1 | python3 -c 'import json,sys; t=json.load(sys.stdin)["totals"]; print("cpu", t["tracer_cpu_s"], "s, send/recv events", t["send_events"], t["recv_events"])')" >>"$S"
+for d in "$O"/run*.jsonl /tmp/ag-agent*/*.zst; do
+	echo "tracer of $d: $("$NT" cat "$d" | tail -1 | python3 -c 'import json,sys; t=json.load(sys.stdin)["totals"]; print("cpu", t["tracer_cpu_s"], "s, maxrss", t.get("tracer_maxrss_kib"), "KiB, send/recv events", t["send_events"], t["recv_events"])')" >>"$S"
 done
 "$NT" doctor >"$O/doctor.txt" 2>&1
+cp /tmp/ag-agent1/*.zst "$O/" 2>/dev/null
 cd "$OUT" && tar czf c.tgz c && rm -rf c

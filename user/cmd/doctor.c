@@ -555,7 +555,8 @@ static int report(const struct doctor_opts *o, const char *what, const struct nc
 			printf("no problems in %s; NCCL names from %s\n", what, from);
 		if (nm->registry_api)
 			printf("  (its strings: its ncclParamGetAllParameterKeys lists only the "
-			       "parameters moved into NCCL's new registry, not every name it reads)\n");
+			       "parameters moved into NCCL's new registry, not every name it "
+			       "reads)\n");
 		job_sources(nm->path, NULL);
 	}
 	return counted ? 1 : 0;

@@ -70,7 +70,7 @@ export PLAIN NT TMP
 # same KIND WHAT: every dump through one(), as many at a time as CPUs, at the lowest priority
 # (nice 19): the CPUs' idle time, beside scripts whose timings a busy neighbour would stretch;
 # then a check per script. report --json (the reader and the diagnosis on every record) reads
-# every dump; the other five render what it read, from the dumps of 128 KB or less, each
+# every dump; the other five render what it read, from the dumps of 32 KB or less, each
 # script's smallest and, for each record type that only a bigger one has, the smallest dump that
 # has it: every type and every script is rendered, and the bigger dumps (up to 10 MB: floods,
 # scaled rings) hold the same records many times over
@@ -88,7 +88,7 @@ while read -r size d; do
 	t=$(types_of "$d")
 	s=${d#"$FROM"/}
 	s=${s%%/*}
-	if [ "$size" -le 131072 ] || [ -z "${seen[$s]:-}" ] || [ -n "$(comm -23 <(echo "$t") <(echo "$covered"))" ]; then
+	if [ "$size" -le 32768 ] || [ -z "${seen[$s]:-}" ] || [ -n "$(comm -23 <(echo "$t") <(echo "$covered"))" ]; then
 		SMALL+=("$d")
 		seen[$s]=1
 		covered=$(printf '%s\n%s\n' "$covered" "$t" | sort -u | grep .)

@@ -6,7 +6,7 @@
 # under the agent; ROUNDS times (default 1) in turn, each with its loop's time (the job's own
 # clock, after init); each rank's GPU as the run's dump and report --json give it; doctor.
 # Results in $OUT/c.tgz, summary.txt first.
-#   [ROUNDS=N] scripts/gpu-nvml.sh (make static: build/nccltrace-static, build/nccltrace-nvml and
+#   [ROUNDS=N] [ITERS=K] scripts/gpu-nvml.sh (make static: build/nccltrace-static, build/nccltrace-nvml and
 #                               the plugins carried)
 set -u
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ S=$O/summary.txt
 P=tests/gpu/allred
 J="${P}uce.py" # (split: a pkill -f of it must not match this script's own line)
 NT=build/nccltrace-static
-ARGS=(--nproc_per_node=8 "$J" --one-gpu --iters 200 --numel 2048)
+ARGS=(--nproc_per_node=8 "$J" --one-gpu --iters "${ITERS:-200}" --numel 2048)
 
 build/nccltrace-nvml --once >"$O/helper.txt" 2>&1
 echo "rc=$?" >>"$O/helper.txt"

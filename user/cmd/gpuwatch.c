@@ -636,7 +636,6 @@ void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool ur
 	}
 	for (int i = 0; i < s->nprocs; i++) {
 		struct snap_proc *p = &s->procs[i];
-
 		const struct pidinfo *pi;
 
 		p->gpu = proc_gpu(g, p);

@@ -59,7 +59,7 @@ g = [(r.get("rank"), (r.get("gpu") or {}).get("index"), (r.get("gpu") or {}).get
 print("ranks with their GPU:", len([x for x in g if x[2]]), "of", len(g), g[:2])
 print("findings:", [f["kind"] for f in d["findings"]])' >>"$S" 2>&1
 for d in "$O"/run*.jsonl /tmp/ag-agent*/*.zst; do
-	echo "tracer of $d: $("$NT" cat "$d" | tail -1 | python3 -c 'import json,sys; t=json.load(sys.stdin)["totals"]; print("cpu", t["tracer_cpu_s"], "s, maxrss", t.get("tracer_maxrss_kib"), "KiB, send/recv events", t["send_events"], t["recv_events"])')" >>"$S"
+	echo "tracer of $d: $("$NT" cat "$d" | tail -1 | python3 -c 'import json,sys; t=json.load(sys.stdin)["totals"]; print("cpu", t["tracer_cpu_s"], "s, NVML helper", t.get("nvml_helper_cpu_s"), "s, maxrss", t.get("tracer_maxrss_kib"), "KiB, send/recv events", t["send_events"], t["recv_events"])')" >>"$S"
 done
 "$NT" doctor >"$O/doctor.txt" 2>&1
 cp /tmp/ag-agent1/*.zst "$O/" 2>/dev/null

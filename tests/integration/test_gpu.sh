@@ -12,7 +12,7 @@
 # GPU's and its NIC's; a stray context on GPU 0 (the rank stays on NCCL's GPU), each rank's GPU from
 # CUDA_VISIBLE_DEVICES and LOCAL_RANK where NVML lists no process, ranks sharing a GPU behind a
 # straggler; doctor with and without NVML.
-# checks: 45
+# checks: 46
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -61,6 +61,8 @@ check healthy_bus "rank 1's bus: $(jq -r '.ranks[] | select(.rank==1) | .gpu.bus
 	test "$(jq -r '.ranks[] | select(.rank==1) | .gpu.bus' <<<"$R")" = 0000:2b:00.0
 check healthy_footer "footer: $("$NT" cat "$D" | tail -1 | jq -c .gpus)" -- \
 	test "$("$NT" cat "$D" | tail -1 | jq -r .gpus)" = "NVML 580.95.05, 3 GPUs"
+check healthy_helper_cpu "footer totals: $("$NT" cat "$D" | tail -1 | jq -c .totals)" -- \
+	jqe '.totals.nvml_helper_cpu_s | type == "number" and . >= 0 and . < 30' <<<"$("$NT" cat "$D" | tail -1)"
 check healthy_said "not said once: $(grep -c 'GPUs:' "$TMP/healthy.out")" -- \
 	test "$(grep -c 'nccltrace: GPUs: NVML 580.95.05, 3 GPUs' "$TMP/healthy.out")" = 1
 

@@ -226,6 +226,15 @@ const char *gpuwatch_status(const struct gpuwatch *g)
 	return g ? g->status : "";
 }
 
+double gpuwatch_helper_cpu_s(const struct gpuwatch *g)
+{
+	struct proc_stat st;
+
+	if (!g || g->helper <= 0 || procfs_read_stat(g->helper, &st))
+		return -1;
+	return (double)st.cpu_ns / 1e9;
+}
+
 void gpuwatch_close(struct gpuwatch *g)
 {
 	if (!g)

@@ -26,6 +26,8 @@ struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now);
 void gpuwatch_tick(struct gpuwatch *g, struct snapshot *s, uint64_t now, bool urgent);
 /* "NVML 580.159.04, 8 GPUs" or why there is no NVML; "" before the helper said */
 const char *gpuwatch_status(const struct gpuwatch *g);
+/* the CPU time nccltrace-nvml has used so far, -1 when none runs (it is not the tracer's own) */
+double gpuwatch_helper_cpu_s(const struct gpuwatch *g);
 void gpuwatch_close(struct gpuwatch *g);
 /*
  * One sample, no job (doctor): the GPUs into out (at most max; their number), what NVML said

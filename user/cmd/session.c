@@ -467,6 +467,9 @@ void session_footer(struct session *s, int exit_status)
 	if (f && !getrusage(RUSAGE_SELF, &ru))
 		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
 				    json_integer(ru.ru_maxrss));
+	if (f && gpuwatch_helper_cpu_s(s->gpu) >= 0) /* NVML's calls, in a process of its own */
+		json_object_set_new(json_object_get(f, "totals"), "nvml_helper_cpu_s",
+				    json_real(gpuwatch_helper_cpu_s(s->gpu)));
 	/* the last minute, whole, before the footer */
 	session_release(s);
 	if (f && s->dump) {

@@ -144,9 +144,14 @@ watcher_here() {
 	return 1
 }
 no_watcher_here() { ! watcher_here; }
-check sigkill_watcher "no terminal watcher while the dashboard runs" -- watcher_here
-# the tracer itself, by its name: the watcher has the same command line (a pkill -f kills both)
-for p in $(pgrep -f "^$NT run --dump $D"); do
+# (the watcher names itself after its fork: in a loaded sanitized lane that may come late)
+check sigkill_watcher "no terminal watcher while the dashboard runs" -- wait_for 5 watcher_here
+# the tracer itself: the watcher has the same command line (a pkill -f kills both) and is its
+# child; by its name too
+here=$(pgrep -f "^$NT run --dump $D")
+for p in $here; do
+	pp=$(awk '{print $4}' /proc/$p/stat 2>/dev/null)
+	grep -qx "$pp" <<<"$here" && continue
 	[ "$(cat /proc/$p/comm 2>/dev/null)" = nccltrace ] && kill -KILL "$p"
 done
 wait_for 30 screen_has "NT_EXIT=137"

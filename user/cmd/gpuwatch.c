@@ -11,14 +11,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/sysinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "diagnose/pcilint.h"
 #include "model/gpupick.h"
 #include "model/snaplog.h"
 #include "cmd/gpuwatch.h"
-#include "trace/hostcheck.h"
+#include "cmd/rankplace.h"
 #include "trace/pcitopo.h"
 #include "trace/procfs.h"
 #include "trace/xid.h"
@@ -81,9 +80,8 @@ struct gpuwatch {
 	/* the ranks' CPU affinity as a NUMA node and their environment's GPU, read per sample */
 	struct pidinfo aff[MAX_PIDS];
 	int naff;
-	uint64_t aff_ns;       /* when aff[] was last emptied */
-	char nodecpus[8][256]; /* each NUMA node's cpulist, "" none */
-	int nnodes;
+	uint64_t aff_ns; /* when aff[] was last emptied */
+	struct numa_nodes nodes;
 	struct lint_problem host[MAX_HOST];
 	int nhost;
 };
@@ -138,68 +136,6 @@ static void open_kmsg(struct gpuwatch *g)
 		lseek(g->kfd, 0, SEEK_END);
 }
 
-/* "0-15,32-47": is cpu in it? */
-static bool in_list(const char *list, int cpu)
-{
-	const char *p = list;
-
-	while (*p) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-
-		if (end == p)
-			return false;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		if (cpu >= a && cpu <= b)
-			return true;
-		p = *end == ',' ? end + 1 : end;
-		if (*p == '\n' || !*p)
-			break;
-	}
-	return false;
-}
-
-/* The NUMA node every CPU pid may run on belongs to, -1 if several or unknown */
-static int cpu_node(const struct gpuwatch *g, int pid)
-{
-	char path[64], line[512], allowed[480] = "";
-	FILE *f;
-	int node = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (!g->nnodes || !(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Cpus_allowed_list: %479s", allowed) == 1)
-			break;
-	fclose(f);
-	for (int cpu = 0, ncpu = get_nprocs_conf(); allowed[0] && cpu < ncpu; cpu++) {
-		if (!in_list(allowed, cpu))
-			continue;
-		for (int n = 0; n < g->nnodes; n++)
-			if (g->nodecpus[n][0] && in_list(g->nodecpus[n], cpu)) {
-				if (node >= 0 && node != n)
-					return -1;
-				node = n;
-			}
-	}
-	return node;
-}
-
-static void read_nodes(struct gpuwatch *g)
-{
-	const char *sys = getenv("NCCLTRACE_SYSFS");
-	char path[PATH_MAX];
-
-	for (int n = 0; n < 8; n++) {
-		snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist",
-			 sys && *sys ? sys : "/sys", n);
-		if (host_read_line(path, g->nodecpus[n], sizeof(g->nodecpus[n])))
-			g->nnodes = n + 1;
-	}
-}
-
 struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 {
 	struct gpuwatch *g = calloc(1, sizeof(*g));
@@ -212,7 +148,7 @@ struct gpuwatch *gpuwatch_open(const char *helper, uint64_t now)
 	g->start_ns = now;
 	spawn_helper(g, helper, NULL);
 	open_kmsg(g);
-	read_nodes(g);
+	numa_nodes_read(&g->nodes);
 	if ((n = pci_scan(&g->pci)) > 0) {
 		g->npci = n;
 		pci_iommu(&io);
@@ -505,58 +441,6 @@ static struct snap_gpu *log_gpu(struct gpuwatch *g, const struct snap_log_comm *
 	return add_gpu(g, NULL, c->nvml_dev, bdf, "nccl log");
 }
 
-/* CUDA_VISIBLE_DEVICES of pid, into buf; NULL if unset or unreadable */
-static const char *pid_cvd(int pid, char *buf, size_t len)
-{
-	char *env = NULL;
-	size_t n = 0;
-	const char *found = NULL;
-
-	if (procfs_read_environ(pid, &env, &n) < 0)
-		return NULL;
-	for (size_t k = 0; k < n; k += strlen(env + k) + 1)
-		if (!strncmp(env + k, "CUDA_VISIBLE_DEVICES=", 21)) {
-			snprintf(buf, len, "%s", env + k + 21);
-			found = buf;
-		}
-	free(env);
-	return found;
-}
-
-/*
- * The NIC p's NCCL network uses, from NCCL's log: the device of its first NET channel line
- * ("NET/IB/1": device 1), else device 0, named by the "NET/IB : Using [1]mlx5_1:1/IB" line
- * (port dropped); its NUMA node from sysfs. -1: not known.
- */
-static int proc_nic(const struct snap_proc *p, char *nic, size_t len)
-{
-	const struct snap_nccl_log *l = p->nccl_log;
-	const char *sys = getenv("NCCLTRACE_SYSFS");
-	char what[16] = "", path[PATH_MAX], v[16];
-	int dev = 0;
-
-	nic[0] = 0;
-	if (!l)
-		return -1;
-	for (int i = 0; i < l->npath && !what[0]; i++)
-		if (l->path[i].net &&
-		    sscanf(l->path[i].transport, "NET/%11[^/]/%d", what + 4, &dev) == 2)
-			memcpy(what, "NET/", 4);
-	if (!what[0])
-		snprintf(what, sizeof(what), "%s",
-			 !strcmp(l->network, "IB") ? "NET/IB" : "NET/Socket");
-	for (int i = 0; i < l->nifs && !nic[0]; i++)
-		if (!strcmp(l->ifs[i].what, what) &&
-		    (l->ifs[i].index == dev || l->ifs[i].index < 0))
-			snprintf(nic, len, "%.*s", (int)strcspn(l->ifs[i].name, ":"),
-				 l->ifs[i].name);
-	if (!nic[0] || strchr(nic, '/') || nic[0] == '.')
-		return nic[0] = 0, -1;
-	snprintf(path, sizeof(path), "%s/class/%s/%s/device/numa_node", sys && *sys ? sys : "/sys",
-		 !strcmp(what, "NET/IB") ? "infiniband" : "net", nic);
-	return host_read_line(path, v, sizeof(v)) ? atoi(v) : -1;
-}
-
 /* pid's CPUs' node, its environment's GPU and its NIC's node, read once a sample */
 static const struct pidinfo *proc_info(struct gpuwatch *g, const struct snap_proc *p)
 {
@@ -568,11 +452,11 @@ static const struct pidinfo *proc_info(struct gpuwatch *g, const struct snap_pro
 			return &g->aff[i];
 	if (g->naff == MAX_PIDS)
 		return NULL;
-	v = pid_cvd(p->pid, cvd, sizeof(cvd));
+	v = pid_cuda_visible(p->pid, cvd, sizeof(cvd));
 	g->aff[g->naff] = (struct pidinfo){.pid = p->pid,
-					   .node = cpu_node(g, p->pid),
+					   .node = numa_node_of_pid(&g->nodes, p->pid),
 					   .env = gpu_env_pick(v, p->local_rank, g->cur, g->nnvml)};
-	g->aff[g->naff].nic_numa = proc_nic(p, g->aff[g->naff].nic, sizeof(g->aff[0].nic));
+	g->aff[g->naff].nic_numa = rank_nic(p, g->aff[g->naff].nic, sizeof(g->aff[0].nic));
 	return &g->aff[g->naff++];
 }
 

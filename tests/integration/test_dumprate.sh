@@ -5,7 +5,8 @@
 # written whole the moment a finding opens (the pre-trigger ring). The fake NCCL job, 4 ranks,
 # a rank asleep for 5 s in the middle; the ring's span shortened to 6 s (NCCLTRACE_RING_S, the
 # tests' knob: a minute by default) so that a calm stretch is thinned within seconds. The same
-# run with --dump-detail full (every second written) gives the same finding. nccltrace cat
+# run with --dump-detail full (every second written) gives the same finding; both footers say
+# what the frames cost the tracer's CPU (dump_cpu_s). nccltrace cat
 # makes every frame whole for jq; a frame cut from its key frame is a clear error at its line;
 # a dump cut inside a frame (a tracer killed while writing) still reads; a dump of format 1
 # reads as it did; cat's bad input is a one-line error. A third run side by side writes a ".zst"
@@ -14,7 +15,7 @@
 # detail, under --max-dump-bytes 256K: the file stays within it, and the footer and report say
 # what was left out. Frames of another dump format (a delta frame in a format 1 dump, a dump of
 # another format joined on) are errors at their line, with the records before them read.
-# checks: 30
+# checks: 32
 # lane: long 60
 . "$(dirname "$0")/lib.sh"
 
@@ -86,6 +87,9 @@ check calm_thinned "$calm snapshots in the $span s of calm before the window (wa
 ft=$(tail -1 "$A")
 check footer_thinned "footer: $(jq -c .snapshots <<<"$ft")" -- \
 	jqe '.type == "footer" and .snapshots.thinned > 0 and .snapshots.held > .snapshots.thinned' <<<"$ft"
+# what the frames cost the tracer: a part of its CPU, in both footers
+check footer_dump_cpu "adaptive: $(jq -c '.totals | {dump_cpu_s, tracer_cpu_s}' <<<"$ft"); full: $(tail -1 "$F" | jq -c '.totals | {dump_cpu_s, tracer_cpu_s}')" -- \
+	jqe -s 'map(.totals | .dump_cpu_s > 0 and .dump_cpu_s < .tracer_cpu_s) == [true, true]' < <(tail -qn1 "$A" "$F")
 # full: a snapshot every second from start to end, none held
 fgap=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns' | awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }')
 check full_every_second "--dump-detail full: the longest gap between snapshots $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
@@ -100,6 +104,9 @@ check deltas_written "first snapshot key: $(jq .key <<<"$first"); $nd delta snap
 	test "$(jq .key <<<"$first")" = true -a "$nd" -ge 10
 refs=$(grep '^{"type":"snapshot".*"delta":true' "$A" | jq '[.conns[] | select(type != "object")] | length' | awk '{ s += $1 } END { print s + 0 }')
 check deltas_refer "$refs connections written as references to the frame before" -- test "$refs" -gt 10
+# a connection's identity (what the writer tells its sameness by) is never written
+ids=$(cat "$A" "$F" | grep -c 'u0001' || true)
+check no_identities "$ids lines with a control character's escape" -- test "$ids" = 0
 # cat: every frame whole, every element an object, the connections of the last one as many
 # as the report's ranks hold
 c=$(whole "$A")

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "present/dump.h"
+#include "present/dumpdelta.h"
 #include "present/records.h"
 #include "testutil.h"
 #include "nccltrace.h"
@@ -511,6 +512,69 @@ static void test_snapshot_busy(void **state)
 }
 
 /* The footer: what was lost, and what was over the budget, per class and per NCCL probe */
+/* the identity (DELTA_ID) of the one connection of sn's held snapshot, and its record */
+static json_t *held_conn(const struct snapshot *sn, uint64_t last_ns, char *id, size_t len)
+{
+	size_t bytes = 0;
+	struct held_snapshot *h = record_snapshot_hold(sn, NULL, last_ns, &bytes);
+	json_t *rec, *c;
+
+	assert_non_null(h);
+	assert_true(bytes >= sizeof(struct snap_conn));
+	rec = record_snapshot_held(h);
+	held_snapshot_free(h);
+	assert_int_equal(json_array_size(json_object_get(rec, "conns")), 1);
+	c = json_incref(json_array_get(json_object_get(rec, "conns"), 0));
+	json_decref(rec);
+	snprintf(id, len, "%s", json_string_value(json_object_get(c, DELTA_ID)) ?: "");
+	assert_int_equal(strlen(id), 32);
+	return c;
+}
+
+/*
+ * A held snapshot's connections: those closed before the last snapshot left out; each written
+ * with an identity that changes with what is written of it, ages as moments, and only so
+ */
+static void test_snapshot_held(void **state)
+{
+	const uint64_t s = NT_NSEC_PER_SEC;
+	struct snap_conn c[2] = {{.id = 0xab, .pid = 7, .peer_pid = -1},
+				 {.id = 0xcd, .pid = 7, .closed = true, .closed_ns = 50 * s}};
+	struct snapshot sn = {.now_ns = 100 * s, .conns = c, .nconns = 2};
+	char id0[40], id[40];
+	json_t *o;
+
+	(void)state;
+	c[0].c.bytes_sent = 10;
+	c[0].c.last_send_ns = 99 * s;
+	o = held_conn(&sn, 60 * s, id0, sizeof(id0));
+	assert_string_equal(json_string_value(json_object_get(o, "id")), "ab");
+	assert_true(json_real_value(json_object_get(o, "last_send_age_s")) == 1.0);
+	json_decref(o);
+	/* a second later, nothing moved but its age; the model's walk is not written */
+	sn.now_ns = 101 * s;
+	c[0].walk = 9;
+	o = held_conn(&sn, 60 * s, id, sizeof(id));
+	assert_string_equal(id, id0);
+	assert_true(json_real_value(json_object_get(o, "last_send_age_s")) == 2.0);
+	json_decref(o);
+	/* a byte more, a retransmit, or blocked in a receive: another */
+	c[0].c.bytes_sent = 11;
+	json_decref(held_conn(&sn, 60 * s, id, sizeof(id)));
+	assert_string_not_equal(id, id0);
+	c[0].c.bytes_sent = 10;
+	c[0].c.retrans = 1;
+	json_decref(held_conn(&sn, 60 * s, id, sizeof(id)));
+	assert_string_not_equal(id, id0);
+	c[0].c.retrans = 0;
+	c[0].blocked = SNAP_BLOCK_RECV;
+	json_decref(held_conn(&sn, 60 * s, id, sizeof(id)));
+	assert_string_not_equal(id, id0);
+	c[0].blocked = SNAP_BLOCK_NONE;
+	json_decref(held_conn(&sn, 60 * s, id, sizeof(id)));
+	assert_string_equal(id, id0);
+}
+
 static void test_footer_suppressed(void **state)
 {
 	uint64_t stats[NT_STAT_MAX] = {0}, supp[NT_P_MAX] = {0};
@@ -558,6 +622,7 @@ int main(void)
 		T(test_write_then_read),
 		T(test_conn_event_kept),
 		T(test_snapshot_busy),
+		T(test_snapshot_held),
 		T(test_write_format),
 		T(test_create_chown),
 		T(test_create_refuses_existing),

@@ -237,55 +237,116 @@ static void test_bad_frames(void **state)
 	delta_dec_free(d);
 }
 
+static json_t *str_record(const void *item)
+{
+	return json_string(item);
+}
+
+static const struct dump_held_ops str_ops = {.record = str_record, .free = free};
+
+/* a string held at ts, as many bytes as it has */
+static int push_str(struct dump_ring *r, char *s, uint64_t ts, bool keep)
+{
+	return dump_ring_push(r, s, &str_ops, strlen(s), ts, keep);
+}
+
+/* an element as JSON a that says it is element id (DELTA_ID) */
+static json_t *with_id(json_t *a, const char *id)
+{
+	json_object_set_new(a, DELTA_ID, json_string(id));
+	return a;
+}
+
+/*
+ * An element's identity, where it carries one, stands for its text: the same identity is the
+ * same element however its JSON reads, another is another; none is ever written
+ */
+static void test_identities(void **state)
+{
+	struct delta_enc *e = delta_enc_new();
+	struct delta_dec *d = delta_dec_new();
+	json_int_t t0 = 100 * S;
+	json_t *f[2], *got;
+	char *text;
+
+	(void)state;
+	f[0] = snapshot(t0, json_pack("[o]", proc(1, 5)),
+			json_pack("[o,o]", with_id(conn("a", 10, t0, t0), "A1"),
+				  with_id(conn("b", 20, t0, t0), "B1")));
+	/* a's JSON moved but its identity did not; b's JSON is the same but its identity not */
+	f[1] = snapshot(t0 + S, json_pack("[o]", proc(1, 5)),
+			json_pack("[o,o]", with_id(conn("a", 11, t0, t0 + S), "A1"),
+				  with_id(conn("b", 20, t0, t0 + S), "B2")));
+	got = through(e, d, f[0], &text);
+	assert_null(strstr(text, "\\u0001"));
+	assert_null(json_object_get(json_array_get(json_object_get(got, "conns"), 0), DELTA_ID));
+	free(text);
+	json_decref(got);
+	got = through(e, d, f[1], &text);
+	assert_null(strstr(text, "\\u0001"));
+	/* a from the last frame (its old figures: what its identity said), b whole */
+	assert_non_null(strstr(text, "\"conns\":[0,{\"id\":\"b\""));
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(got, "conns"), 0), "bytes_sent")),
+			 10);
+	free(text);
+	json_decref(got);
+	for (int i = 0; i < 2; i++)
+		json_decref(f[i]);
+	delta_enc_free(e);
+	delta_dec_free(d);
+}
+
 /* The ring: frames wait their span, then only the kept ones leave for the file; bytes bound it */
 static void test_ring(void **state)
 {
 	struct dump_ring *r = dump_ring_new(60 * S, 100);
+	const struct dump_held_ops *ops;
 	bool keep;
 	char *t;
 
 	(void)state;
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(
-			dump_ring_push(r, strdup(i == 2 ? "kept" : "x"), (uint64_t)i * S, i == 2),
-			0);
-	assert_null(dump_ring_pop(r, 59 * S, false, &keep)); /* nothing a minute old */
-	t = dump_ring_pop(r, 60 * S, false, &keep);
+			push_str(r, strdup(i == 2 ? "kept" : "x"), (uint64_t)i * S, i == 2), 0);
+	assert_null(dump_ring_pop(r, 59 * S, false, &ops, &keep)); /* nothing a minute old */
+	t = dump_ring_pop(r, 60 * S, false, &ops, &keep);
 	assert_string_equal(t, "x");
 	assert_false(keep);
 	free(t);
-	assert_null(dump_ring_pop(r, 60 * S, false, &keep));
-	t = dump_ring_pop(r, 63 * S, false, &keep);
+	assert_null(dump_ring_pop(r, 60 * S, false, &ops, &keep));
+	t = dump_ring_pop(r, 63 * S, false, &ops, &keep);
 	free(t);
-	t = dump_ring_pop(r, 63 * S, false, &keep);
+	t = dump_ring_pop(r, 63 * S, false, &ops, &keep);
 	assert_string_equal(t, "kept");
 	assert_true(keep);
+	assert_ptr_equal(ops, &str_ops);
 	free(t);
 	assert_int_equal(dump_ring_count(r), 2);
 	/* over its bytes: the oldest goes, however young */
-	assert_int_equal(dump_ring_push(r, calloc(1, 1), 5 * S, false), 0);
+	assert_int_equal(push_str(r, calloc(1, 1), 5 * S, false), 0);
 	{
 		char *big = malloc(101);
 
 		memset(big, 'b', 100);
 		big[100] = '\0';
-		assert_int_equal(dump_ring_push(r, big, 6 * S, false), 0);
+		assert_int_equal(push_str(r, big, 6 * S, false), 0);
 	}
 	/* 102 bytes: the two oldest go (101, then 100, within the bound) */
 	for (int i = 0; i < 2; i++) {
-		t = dump_ring_pop(r, 6 * S, false, &keep);
+		t = dump_ring_pop(r, 6 * S, false, &ops, &keep);
 		assert_string_equal(t, "x");
 		free(t);
 	}
-	assert_null(dump_ring_pop(r, 6 * S, false, &keep));
+	assert_null(dump_ring_pop(r, 6 * S, false, &ops, &keep));
 	assert_int_equal(dump_ring_count(r), 2);
-	t = dump_ring_pop(r, 0, true, &keep); /* all: the release */
+	t = dump_ring_pop(r, 0, true, &ops, &keep); /* all: the release */
 	assert_string_equal(t, "");
 	free(t);
-	t = dump_ring_pop(r, 0, true, &keep);
+	t = dump_ring_pop(r, 0, true, &ops, &keep);
 	assert_int_equal(strlen(t), 100);
 	free(t);
-	assert_null(dump_ring_pop(r, 0, true, &keep));
+	assert_null(dump_ring_pop(r, 0, true, &ops, &keep));
 	dump_ring_free(r);
 }
 
@@ -330,11 +391,23 @@ static json_t *conns_at(int nconns, int i)
 	return c;
 }
 
+static json_t *rec_record(const void *item)
+{
+	return json_incref((json_t *)item);
+}
+
+static void rec_free(void *item)
+{
+	json_decref(item);
+}
+
+/* records held as they are */
+static const struct dump_held_ops rec_ops = {.record = rec_record, .free = rec_free};
+
 /*
  * Through a real file: a calm minute and a half held, one in 30 s kept; then the release writes
- * the last minute at full resolution; the reader makes every delta whole. A job of a few
- * connections is held as its records, one of 300 (a span of those past the ring's bytes as
- * records) as their text: the same file either way.
+ * the last minute at full resolution; the reader makes every delta whole. The same with no
+ * connection, a few, and 300.
  */
 static void hold_and_read(int nconns)
 {
@@ -354,8 +427,9 @@ static void hold_and_read(int nconns)
 		json_t *r = snapshot((json_int_t)i * S, json_pack("[o]", proc(1, i / 10)),
 				     conns_at(nconns, i));
 
-		assert_int_equal(dump__hold(dp, r, (uint64_t)i * S, i % 30 == 0), 0);
-		json_decref(r);
+		assert_int_equal(dump__hold(dp, r, &rec_ops, 200 + 200 * (size_t)nconns,
+					    (uint64_t)i * S, i % 30 == 0),
+				 0);
 	}
 	dump__frames(dp, &held, &dropped);
 	assert_int_equal(held, 91);
@@ -601,15 +675,11 @@ static void test_compressed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_key_frames),
-		cmocka_unit_test(test_state_frames),
-		cmocka_unit_test(test_bad_frames),
-		cmocka_unit_test(test_ring),
-		cmocka_unit_test(test_hold_and_read),
-		cmocka_unit_test(test_non_objects_key),
-		cmocka_unit_test(test_types_independent),
-		cmocka_unit_test(test_write_error_key),
+		cmocka_unit_test(test_round_trip),	  cmocka_unit_test(test_key_frames),
+		cmocka_unit_test(test_state_frames),	  cmocka_unit_test(test_bad_frames),
+		cmocka_unit_test(test_identities),	  cmocka_unit_test(test_ring),
+		cmocka_unit_test(test_hold_and_read),	  cmocka_unit_test(test_non_objects_key),
+		cmocka_unit_test(test_types_independent), cmocka_unit_test(test_write_error_key),
 		cmocka_unit_test(test_compressed),
 	};
 

@@ -475,6 +475,10 @@ void session_footer(struct session *s, int exit_status)
 	if (f && s->dump) {
 		uint64_t held, dropped;
 
+		/* after the ring's last minute: the frames' part of tracer_cpu_s */
+		json_object_set_new(json_object_get(f, "totals"), "dump_cpu_s",
+				    json_real((double)s->dump_cpu_ns / 1e9));
+
 		dump__frames(s->dump, &held, &dropped);
 		json_object_set_new(f, "snapshots",
 				    json_pack("{s:I, s:I}", "held", (json_int_t)held, "thinned",

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cmd/session.h"
 #include "present/records.h"
 #include "util/log.h"
@@ -54,76 +55,105 @@ void session_ring_scale(struct session *s)
 	record_rate_scale((unsigned)n);
 }
 
-/* a calm second's snapshot into the dump's ring (dump__hold) */
-static void session_hold(struct session *s, json_t *rec, uint64_t now, bool keep)
+/*
+ * The CPU this thread has used, for the footer's dump_cpu_s: what building and writing the
+ * snapshot and state frames costs the tracer (docs/benchmarks.md, "The tracer's CPU")
+ */
+static uint64_t thread_cpu_ns(void)
 {
-	int err;
+	struct timespec t;
 
-	if (s->dump && !s->dump_failed && (err = dump__hold(s->dump, rec, now, keep)))
-		dump_failed(s, err);
-	json_decref(rec);
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t))
+		return 0;
+	return (uint64_t)t.tv_sec * NT_NSEC_PER_SEC + (uint64_t)t.tv_nsec;
 }
+
+static json_t *held_record(const void *h)
+{
+	return record_snapshot_held(h);
+}
+
+static const struct dump_held_ops held_snapshot_ops = {
+	.record = held_record,
+	.free = held_snapshot_free,
+};
 
 /* the ring's snapshots to the file: something happened, or the trace ends */
 void session_release(struct session *s)
 {
+	uint64_t t0 = thread_cpu_ns();
 	int err;
 
 	if (s->dump && !s->dump_failed && (err = dump__release(s->dump)))
 		dump_failed(s, err);
+	s->dump_cpu_ns += thread_cpu_ns() - t0;
 }
 
 bool session_snapshot(struct session *s, uint64_t now, bool force)
 {
-	json_t *rec;
-	bool busy;
+	uint64_t t0, last_ns = s->last_snapshot_ns;
+	bool asked = s->snapshot_now, busy;
+	struct held_snapshot *h;
+	size_t bytes;
+	int err;
 
 	if (!force && !s->snapshot_now && now - s->last_snapshot_ns < NT_NSEC_PER_SEC)
 		return false;
+	s->last_snapshot_ns = now;
+	s->snapshot_now = false;
+	if (!s->dump || s->dump_failed)
+		return true;
+	t0 = thread_cpu_ns();
 	/*
 	 * The moment a finding opens, all of it: every rank, connection, phase and counter, and
 	 * the minute before it from the ring
 	 */
-	busy = force || s->snapshot_now || s->opts.dump_full ||
+	busy = force || asked || s->opts.dump_full ||
 	       record_snapshot_busy(now, s->start_ns, s->last_change_ns,
 				    findings_open_count(&s->findings) > 0 || s->job_exited ||
 					    snapshot_in_setup(&s->snap));
-	rec = record_snapshot(&s->snap, s->nstate, s->last_snapshot_ns);
-	if (busy) {
+	h = record_snapshot_hold(&s->snap, s->nstate, last_ns, &bytes);
+	if (busy || !h) {
 		session_release(s);
-		session_dump(s, rec);
+		session_dump(s, h ? record_snapshot_held(h) : NULL);
+		held_snapshot_free(h);
 		s->last_kept_ns = now;
 	} else {
-		bool keep = record_snapshot_kept(&s->snap, s->last_kept_ns, s->last_snapshot_ns);
+		bool keep = record_snapshot_kept(&s->snap, s->last_kept_ns, last_ns);
 
-		session_hold(s, rec, now, keep);
+		/* a calm second's snapshot into the dump's ring: its record built if it is written */
+		if ((err = dump__hold(s->dump, h, &held_snapshot_ops, bytes, now, keep)))
+			dump_failed(s, err);
 		if (keep)
 			s->last_kept_ns = now;
 	}
-	s->last_snapshot_ns = now;
-	s->snapshot_now = false;
+	s->dump_cpu_ns += thread_cpu_ns() - t0;
 	return true;
 }
 
 void session_state(struct session *s, bool force)
 {
+	uint64_t t0 = thread_cpu_ns();
 	json_t *rec = record_state(&s->snap);
 	int err;
 
 	if (force || findings_open_count(&s->findings) > 0 || !s->dump || s->dump_failed) {
 		session_dump(s, rec);
-		return;
+	} else {
+		/* a calm stretch's: thinned first under --max-dump-bytes */
+		if (rec && (err = dump__write_calm(s->dump, rec)))
+			dump_failed(s, err);
+		json_decref(rec);
 	}
-	/* a calm stretch's: thinned first under --max-dump-bytes */
-	if (rec && (err = dump__write_calm(s->dump, rec)))
-		dump_failed(s, err);
-	json_decref(rec);
+	s->dump_cpu_ns += thread_cpu_ns() - t0;
 }
 
 void session_dump_tick(struct session *s, uint64_t now)
 {
+	uint64_t t0 = thread_cpu_ns();
 	int err;
 
 	if (s->dump && !s->dump_failed && (err = dump__tick(s->dump, now)))
 		dump_failed(s, err);
+	s->dump_cpu_ns += thread_cpu_ns() - t0;
 }

@@ -262,25 +262,26 @@ json_t *dump__budget_json(const struct dump *d)
 /* the ring's frames that are due (all: every one), written if kept, else dropped */
 static int drain(struct dump *d, uint64_t now, bool all)
 {
-	char *text;
+	const struct dump_held_ops *ops;
+	void *item;
 	bool keep;
 	int err = 0;
 
-	while ((text = dump_ring_pop(d->ring, now, all, &keep))) {
+	while ((item = dump_ring_pop(d->ring, now, all, &ops, &keep))) {
 		json_t *rec;
 
 		if (!keep && !all) {
-			free(text);
+			ops->free(item);
 			d->frames_dropped++;
 			continue;
 		}
 		/* kept while calm: as the budget allows */
 		if (!all && !calm_ok(d, 0)) {
-			free(text);
+			ops->free(item);
 			continue;
 		}
-		rec = json_loads(text, 0, NULL);
-		free(text);
+		rec = ops->record(item);
+		ops->free(item);
 		err = rec ? dump__write(d, rec) : -ENOMEM;
 		json_decref(rec);
 		if (err)
@@ -289,17 +290,20 @@ static int drain(struct dump *d, uint64_t now, bool all)
 	return err;
 }
 
-int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep)
+int dump__hold(struct dump *d, void *item, const struct dump_held_ops *ops, size_t bytes,
+	       uint64_t ts, bool keep)
 {
-	char *text = json_dumps(rec, JSON_COMPACT | JSON_ENSURE_ASCII);
-	int err;
-
 	/* no room to hold it: written now, so that nothing is lost */
-	if (!text || dump_ring_push(d->ring, text, ts, keep))
-		return dump__write(d, rec);
+	if (dump_ring_push(d->ring, item, ops, bytes, ts, keep)) {
+		json_t *rec = ops->record(item);
+		int err = rec ? dump__write(d, rec) : -ENOMEM;
+
+		json_decref(rec);
+		ops->free(item);
+		return err;
+	}
 	d->frames_held++;
-	err = drain(d, ts, false);
-	return err;
+	return drain(d, ts, false);
 }
 
 int dump__release(struct dump *d)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "present/dumpring.h"
 
 struct dump;
 
@@ -29,10 +30,12 @@ int dump_create_dir(const char *path, bool chown, uid_t uid, gid_t gid);
 /* Append one record. 0 or -errno. */
 int dump__write(struct dump *d, json_t *rec);
 /*
- * A snapshot record at ts, while the job is calm: held in the pre-trigger ring (dumpring.h) for
- * a minute, then written if keep, else dropped; the frames held longer go now. 0 or -errno.
+ * A snapshot at ts, while the job is calm: item, what ops builds its record from (taken: freed
+ * here), held in the pre-trigger ring (dumpring.h) for a minute, then written if keep, else
+ * dropped without its record ever built; the frames held longer go now. 0 or -errno.
  */
-int dump__hold(struct dump *d, json_t *rec, uint64_t ts, bool keep);
+int dump__hold(struct dump *d, void *item, const struct dump_held_ops *ops, size_t bytes,
+	       uint64_t ts, bool keep);
 /*
  * A frame (snapshot or state) of a calm stretch: written as the budget allows
  * (dump__set_budget), else counted as thinned. 0 or -errno.

@@ -237,6 +237,25 @@ oom:
 	return NULL;
 }
 
+/* the elements' identities (DELTA_ID) taken out of the frame's arrays, whatever else fails */
+static void strip_ids(json_t *holder, const struct frame_type *ft)
+{
+	for (int k = 0; k < NKINDS && ft->arrays[k]; k++) {
+		json_t *a = json_object_get(holder, ft->arrays[k]), *el;
+		size_t i;
+
+		json_array_foreach(a, i, el) json_object_del(el, DELTA_ID);
+	}
+}
+
+/* an element's canonical text: its identity if it carries one, else its JSON's */
+static char *element_canon(const json_t *el, bool ages, uint64_t ts)
+{
+	const char *id = json_string_value(json_object_get(el, DELTA_ID));
+
+	return id ? strdup(id) : canon(el, ages, ts);
+}
+
 int delta_encode(struct delta_enc *e, json_t *rec)
 {
 	int ti = frame_type_of(rec), rc = 0;
@@ -275,13 +294,14 @@ int delta_encode(struct delta_enc *e, json_t *rec)
 			/* an element that is not an object could not be told from a reference */
 			if (!json_is_object(el))
 				key = true;
-			cur[k][i] = canon(el, ft->ages, ts);
+			cur[k][i] = element_canon(el, ft->ages, ts);
 			if (!cur[k][i]) {
 				rc = -ENOMEM;
 				goto out;
 			}
 		}
 	}
+	strip_ids(holder, ft);
 	for (int k = 0; !key && k < NKINDS; k++)
 		if (arrs[k] && !(outs[k] = delta_array(&et->a[k], arrs[k], cur[k]))) {
 			rc = -ENOMEM;
@@ -303,6 +323,8 @@ int delta_encode(struct delta_enc *e, json_t *rec)
 	if (key)
 		et->key_ts = ts;
 out:
+	if (rc)
+		strip_ids(holder, ft);
 	for (int k = 0; k < NKINDS; k++) {
 		json_decref(outs[k]);
 		for (size_t i = 0; cur[k] && i < ncur[k]; i++)

@@ -21,6 +21,15 @@
 
 #define DELTA_KEY_EVERY_S 300
 
+/*
+ * An element may carry its identity as a string member named DELTA_ID (no member of a record
+ * begins with a control character): the same string exactly when the element is the same,
+ * ages as moments, made from what the element was built from. The encoder takes it in place of
+ * the element's canonical text, which it need not then make, and takes it out of the element:
+ * it is never written.
+ */
+#define DELTA_ID "\001id"
+
 struct delta_enc;
 struct delta_dec;
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The dump's pre-trigger ring (dumpring.h): a queue of frames' texts, bounded in time and bytes */
+/* The dump's pre-trigger ring (dumpring.h): a queue of frames, bounded in time and bytes */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include "present/dumpring.h"
 
 struct held {
-	char *text;
+	void *item;
+	const struct dump_held_ops *ops;
 	size_t len;
 	uint64_t ts;
 	bool keep;
@@ -33,20 +33,24 @@ void dump_ring_free(struct dump_ring *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n; i++)
-		free(r->h[(r->head + i) % r->cap].text);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct held *o = &r->h[(r->head + i) % r->cap];
+
+		o->ops->free(o->item);
+	}
 	free(r->h);
 	free(r);
 }
 
-int dump_ring_push(struct dump_ring *r, char *text, uint64_t ts, bool keep)
+int dump_ring_push(struct dump_ring *r, void *item, const struct dump_held_ops *ops, size_t bytes,
+		   uint64_t ts, bool keep)
 {
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct held *h = malloc(cap * sizeof(*h));
 
 		if (!h) {
-			free(text);
+			ops->free(item);
 			return -ENOMEM;
 		}
 		for (size_t i = 0; i < r->n; i++)
@@ -56,13 +60,14 @@ int dump_ring_push(struct dump_ring *r, char *text, uint64_t ts, bool keep)
 		r->cap = cap;
 		r->head = 0;
 	}
-	r->h[(r->head + r->n) % r->cap] = (struct held){text, strlen(text), ts, keep};
+	r->h[(r->head + r->n) % r->cap] = (struct held){item, ops, bytes, ts, keep};
 	r->n++;
-	r->bytes += strlen(text);
+	r->bytes += bytes;
 	return 0;
 }
 
-char *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
+void *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, const struct dump_held_ops **ops,
+		    bool *keep)
 {
 	struct held *o;
 
@@ -72,10 +77,11 @@ char *dump_ring_pop(struct dump_ring *r, uint64_t now, bool all, bool *keep)
 	if (!all && r->bytes <= r->max_bytes && o->ts + r->span_ns > now)
 		return NULL;
 	*keep = o->keep;
+	*ops = o->ops;
 	r->bytes -= o->len;
 	r->head = (r->head + 1) % r->cap;
 	r->n--;
-	return o->text;
+	return o->item;
 }
 
 size_t dump_ring_count(const struct dump_ring *r)

@@ -5,11 +5,13 @@
  * switches and the footer. Each builder returns a new JSON object for dump__write().
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include "model/snapjson.h"
 #include "nccl/nccllib.h"
 #include "model/snapfields.h"
+#include "present/dumpdelta.h"
 #include "present/records.h"
 #include "util/fmt.h"
 
@@ -106,10 +108,29 @@ json_t *record_conn_event(const struct nt_ev_conn *e, const char *label)
 	return o;
 }
 
-json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns)
-{
-	json_t *rec = json_object(), *procs = json_array(), *conns = json_array();
+struct held_conn {
+	struct snap_conn sc;
+	char label[48]; /* NCCL's name for it, "" none */
+};
 
+struct held_snapshot {
+	uint64_t ts;
+	json_t *procs;
+	struct held_conn *conns;
+	int nconns;
+};
+
+struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,
+					   uint64_t last_ns, size_t *bytes)
+{
+	struct held_snapshot *h = calloc(1, sizeof(*h));
+
+	if (!h || !(h->procs = json_array()) ||
+	    !(h->conns = calloc(snap->nconns ? snap->nconns : 1, sizeof(*h->conns)))) {
+		held_snapshot_free(h);
+		return NULL;
+	}
+	h->ts = snap->now_ns;
 	for (int i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
 		json_t *o = json_object();
@@ -134,19 +155,118 @@ json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns
 			if (n)
 				json_object_set_new(o, "nccl", n);
 		}
-		json_array_append_new(procs, o);
+		json_array_append_new(h->procs, o);
 	}
-	for (int i = 0; i < snap->nconns; i++)
-		if (!snap->conns[i].closed || snap->conns[i].closed_ns > last_ns)
-			json_array_append_new(
-				conns,
-				record_conn(&snap->conns[i], snap->now_ns,
-					    ns ? nccl_state__socket_label(ns, snap->conns[i].pid,
-									  snap->conns[i].c.ino)
-					       : NULL));
+	for (int i = 0; i < snap->nconns; i++) {
+		const struct snap_conn *c = &snap->conns[i];
+		struct held_conn *hc = &h->conns[h->nconns];
+		const char *l;
+
+		if (c->closed && c->closed_ns <= last_ns)
+			continue;
+		hc->sc = *c;
+		l = ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL;
+		if (l)
+			snprintf(hc->label, sizeof(hc->label), "%s", l);
+		h->nconns++;
+	}
+	/* the processes' JSON at about 2 KB each (NCCL's threads, communicators, last collectives) */
+	*bytes = sizeof(*h) + (size_t)h->nconns * sizeof(*h->conns) + (size_t)snap->nprocs * 2048;
+	return h;
+}
+
+void held_snapshot_free(void *p)
+{
+	struct held_snapshot *h = p;
+
+	if (!h)
+		return;
+	json_decref(h->procs);
+	free(h->conns);
+	free(h);
+}
+
+/* FNV-1a over n bytes, from h */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/*
+ * A connection's identity for the delta frames: 128 bits of hash over all that record_conn
+ * writes of it, its ages as the moments they count from (the same while nothing moves)
+ */
+static json_t *conn_identity(const struct held_conn *hc)
+{
+	const struct nt_conn *c = &hc->sc.c;
+	struct {
+		uint64_t id, sent, recv, scalls, rcalls, seagain, reagain, eof, errors, last_send,
+			last_recv;
+		uint32_t tid, state, flags, retrans, syn_retrans, resets, srtt, cwnd, send_q,
+			recv_q, phase;
+		int32_t pid, peer_pid, blocked, closed;
+		uint8_t saddr[16], daddr[16];
+		uint16_t sport, dport, family, pad;
+	} f;
+	uint64_t a, b;
+	char id[40];
+
+	memset(&f, 0, sizeof(f));
+	f.id = hc->sc.id;
+	f.sent = c->bytes_sent;
+	f.recv = c->bytes_recv;
+	f.scalls = c->send_calls;
+	f.rcalls = c->recv_calls;
+	f.seagain = c->send_eagain;
+	f.reagain = c->recv_eagain;
+	f.eof = c->recv_eof;
+	f.errors = (uint64_t)c->send_err + c->recv_err;
+	f.last_send = c->last_send_ns;
+	f.last_recv = c->last_recv_ns;
+	f.tid = c->tid;
+	f.state = c->state;
+	f.flags = c->flags & NT_CONN_LISTENER;
+	f.retrans = c->retrans;
+	f.syn_retrans = c->syn_retrans;
+	f.resets = c->resets;
+	f.srtt = c->srtt_us;
+	f.cwnd = c->snd_cwnd;
+	f.send_q = c->send_q;
+	f.recv_q = c->recv_q;
+	f.phase = c->nccl_phase;
+	f.pid = hc->sc.pid;
+	f.peer_pid = hc->sc.peer_pid;
+	f.blocked = (int32_t)hc->sc.blocked;
+	f.closed = hc->sc.closed;
+	memcpy(f.saddr, c->t.saddr, sizeof(f.saddr));
+	memcpy(f.daddr, c->t.daddr, sizeof(f.daddr));
+	f.sport = c->t.sport;
+	f.dport = c->t.dport;
+	f.family = c->t.family;
+	a = fnv(fnv(1469598103934665603ull, &f, sizeof(f)), hc->label, strlen(hc->label));
+	b = fnv(fnv(0x84222325cbf29ce4ull ^ a, hc->label, strlen(hc->label)), &f, sizeof(f));
+	snprintf(id, sizeof(id), "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+	return json_string(id);
+}
+
+json_t *record_snapshot_held(const struct held_snapshot *h)
+{
+	json_t *rec = json_object(), *conns = json_array();
+
+	for (int i = 0; i < h->nconns; i++) {
+		const struct held_conn *hc = &h->conns[i];
+		json_t *o = record_conn(&hc->sc, h->ts, hc->label[0] ? hc->label : NULL);
+
+		json_object_set_new(o, DELTA_ID, conn_identity(hc));
+		json_array_append_new(conns, o);
+	}
 	json_object_set_new(rec, "type", json_string("snapshot"));
-	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)snap->now_ns));
-	json_object_set_new(rec, "procs", procs);
+	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)h->ts));
+	json_object_set_new(rec, "procs", json_incref(h->procs));
 	json_object_set_new(rec, "conns", conns);
 	return rec;
 }

@@ -71,8 +71,22 @@ bool record_snapshot_kept(const struct snapshot *s, uint64_t last_kept_ns, uint6
 void record_rate_scale(unsigned ring_s);
 /* a live rank inside NCCL's communicator init or transport setup */
 bool snapshot_in_setup(const struct snapshot *s);
-/* every process, and the connections open or closed since last_ns; ns may be NULL */
-json_t *record_snapshot(const struct snapshot *snap, const struct nccl_state *ns, uint64_t last_ns);
+/*
+ * A snapshot record as what it is built from: every process as JSON (pid, rank, state, its GPU
+ * and NCCL's state of it), and the connections open or closed since last_ns as they were (their
+ * figures, NCCL's name for each); ns may be NULL. A calm second waits in the dump's ring so,
+ * and most are dropped there: their connections, most of a snapshot, never become JSON. bytes:
+ * about what it holds of memory. NULL: out of memory.
+ */
+struct held_snapshot;
+struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,
+					   uint64_t last_ns, size_t *bytes);
+/*
+ * Its record (h stays the caller's). Each connection carries its identity for the dump's delta
+ * frames (dumpdelta.h DELTA_ID), from its figures: no connection's JSON is compared as text.
+ */
+json_t *record_snapshot_held(const struct held_snapshot *h);
+void held_snapshot_free(void *h);
 /*
  * Is a state record due, the last written at last_ns (0: none)? Every second while something
  * may be wrong: a finding open, a rank whose NCCL counters have not moved for a second, or

@@ -354,6 +354,52 @@ static void test_decode_each_version(void **state)
 	}
 }
 
+/*
+ * A process's part of the dump in two steps (a calm second held in the dump's ring): the copy
+ * taken at one moment writes what the state held then, the same JSON as the state itself gave
+ * then, though more collectives were read since
+ */
+static void test_copy_keeps_its_moment(void **state)
+{
+	uint64_t hash = 0x2005, now;
+	struct nccl_proc_copy *cp;
+	struct reader r;
+	json_t *then, *held, *live, *c;
+	void *ctx;
+	int mask;
+
+	(void)state;
+	ctx = ctx_init(5, hash, 1, 2, &mask);
+	assert_non_null(ctx);
+	launch(5, ctx, hash, 1, 0, AR, 4096, 7, NULL);
+	reader_open(&r, st);
+	sample(&r);
+	now = now_ns();
+	assert_int_equal(nccl_state__proc_copy(r.ns, getpid(), &cp), 0);
+	assert_non_null(cp);
+	then = nccl_state__proc_json(r.ns, getpid(), now);
+	launch(5, ctx, hash, 1, 1, AR, 4096, 7, NULL);
+	launch(5, ctx, hash, 1, 2, AR, 4096, 7, NULL);
+	sample(&r);
+	held = nccl_proc_json(cp, now);
+	assert_true(json_equal(held, then));
+	c = json_array_get(json_object_get(json_object_get(held, "profiler"), "comms"), 0);
+	assert_int_equal(json_integer_value(json_object_get(c, "collectives")), 1);
+	assert_int_equal(json_array_size(json_object_get(c, "recent")), 1);
+	c = prof_comm_json(&r, hash, &live);
+	assert_int_equal(json_integer_value(json_object_get(c, "collectives")), 3);
+	assert_false(json_equal(live, held));
+	json_decref(live);
+	json_decref(held);
+	json_decref(then);
+	nccl_proc_copy_free(cp);
+	/* nothing of a process the state does not know */
+	assert_int_equal(nccl_state__proc_copy(r.ns, getpid() + 1, &cp), 0);
+	assert_null(cp);
+	assert_int_equal(plug[5]->finalize(ctx), 0);
+	reader_close(&r);
+}
+
 /* A uprobe's entry on this process's main thread */
 static void enter(struct nccl_state *ns, int probe)
 {
@@ -830,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_bad_calls_are_harmless),
 		cmocka_unit_test(test_find_in_maps),
 		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_copy_keeps_its_moment),
 	};
 
 	return cmocka_run_group_tests(tests, load, NULL);

@@ -595,29 +595,51 @@ void nprof_proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 	sp->nccl_since_ns = since;
 }
 
-json_t *nprof_proc_json(const struct nccl_state *s, int pid, uint64_t now)
+int nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out)
 {
 	const struct pproc *pp = NULL;
-	json_t *o, *cm;
 
+	memset(out, 0, sizeof(*out));
 	for (int i = 0; s->prof && i < s->prof->n && !pp; i++)
 		pp = s->prof->p[i].pid == pid ? &s->prof->p[i] : NULL;
 	if (!pp || !pp->addr)
+		return 0;
+	if (!(out->path = strdup(pp->path)) ||
+	    !(out->comm = malloc((pp->ncomm ? pp->ncomm : 1) * sizeof(*out->comm)))) {
+		nprof_copy_free(out);
+		return -ENOMEM;
+	}
+	out->api_max = pp->api_max;
+	out->overflow = pp->overflow;
+	for (int k = 0; k < pp->ncomm; k++)
+		if (pp->comm[k].id_ok)
+			out->comm[out->ncomm++] = pp->comm[k];
+	return 0;
+}
+
+void nprof_copy_free(struct nprof_copy *c)
+{
+	free(c->path);
+	free(c->comm);
+	memset(c, 0, sizeof(*c));
+}
+
+json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
+{
+	json_t *o, *cm;
+
+	if (!c->path)
 		return NULL;
 	o = json_object();
 	cm = json_array();
-	json_object_set_new(o, "path", json_string(pp->path));
-	json_object_set_new(o, "api", pp->api_max ? json_integer(pp->api_max) : json_null());
-	json_object_set_new(o, "overflow", json_integer((json_int_t)pp->overflow));
-	for (int k = 0; k < pp->ncomm; k++) {
-		const struct pcomm *m = &pp->comm[k];
-		json_t *co, *rec;
+	json_object_set_new(o, "path", json_string(c->path));
+	json_object_set_new(o, "api", c->api_max ? json_integer(c->api_max) : json_null());
+	json_object_set_new(o, "overflow", json_integer((json_int_t)c->overflow));
+	for (int k = 0; k < c->ncomm; k++) {
+		const struct pcomm *m = &c->comm[k];
+		json_t *co = json_object(), *rec = json_array();
 		char h[24];
 
-		if (!m->id_ok)
-			continue;
-		co = json_object();
-		rec = json_array();
 		snprintf(h, sizeof(h), "%016llx", (unsigned long long)m->hash);
 		json_object_set_new(co, "comm_hash", json_string(h));
 		json_object_set_new(co, "rank", json_integer(m->rank));

@@ -176,12 +176,12 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 }
 
 /* The threads in a phase or with a role: tid, role, phase and how long it has been in it. */
-static json_t *threads_json(const struct nproc *p, uint64_t now)
+static json_t *threads_json(const struct nthread *th, int nth, uint64_t now)
 {
-	json_t *th = json_array();
+	json_t *a = json_array();
 
-	for (int i = 0; i < p->nth; i++) {
-		const struct nthread *t = &p->th[i];
+	for (int i = 0; i < nth; i++) {
+		const struct nthread *t = &th[i];
 		json_t *to;
 
 		if (!t->depth && !t->role)
@@ -200,21 +200,21 @@ static json_t *threads_json(const struct nproc *p, uint64_t now)
 			json_object_set_new(to, "in_phase_s",
 					    json_real((now - t->since[t->depth - 1]) / 1e9));
 		}
-		json_array_append_new(th, to);
+		json_array_append_new(a, to);
 	}
-	return th;
+	return a;
 }
 
 /*
  * The communicators: hash, rank, nranks, and the collectives launched per function and in all,
  * or why its counts are not used.
  */
-static json_t *comms_json(const struct nproc *p)
+static json_t *comms_json(const struct ncomm *comm, int ncomm)
 {
 	json_t *cm = json_array();
 
-	for (int i = 0; i < p->ncomm; i++) {
-		const struct snap_comm *c = &p->comm[i].sc;
+	for (int i = 0; i < ncomm; i++) {
+		const struct snap_comm *c = &comm[i].sc;
 		json_t *co = json_object(), *seq = json_object();
 		char h[24];
 
@@ -232,9 +232,8 @@ static json_t *comms_json(const struct nproc *p)
 							    json_integer(c->seq[k]));
 			json_object_set_new(co, "total", json_integer(snap_comm_total(c)));
 		}
-		if (p->comm[i].unusable)
-			json_object_set_new(co, "counts_unusable",
-					    json_string(p->comm[i].unusable));
+		if (comm[i].unusable)
+			json_object_set_new(co, "counts_unusable", json_string(comm[i].unusable));
 		json_object_set_new(co, "collectives", seq);
 		json_array_append_new(cm, co);
 	}
@@ -242,12 +241,12 @@ static json_t *comms_json(const struct nproc *p)
 }
 
 /* Verbs: the live QPs, memory registrations, async events, the handshake in progress. */
-static json_t *ib_json(const struct nproc *p, uint64_t now)
+static json_t *ib_json(const struct snap_ib *ibv, const struct snap_ib_handshake *hs, uint64_t now)
 {
 	json_t *ib = json_object(), *qa = json_array();
 
-	for (int i = 0; i < p->ibv.nqp; i++) {
-		const struct snap_qp *q = &p->ibv.qp[i];
+	for (int i = 0; i < ibv->nqp; i++) {
+		const struct snap_qp *q = &ibv->qp[i];
 		json_t *qo = json_object();
 
 		if (q->destroyed) {
@@ -264,57 +263,124 @@ static json_t *ib_json(const struct nproc *p, uint64_t now)
 		json_array_append_new(qa, qo);
 	}
 	json_object_set_new(ib, "qps", qa);
-	json_object_set_new(ib, "mrs", json_integer(p->ibv.nmr));
-	json_object_set_new(ib, "mr_bytes", json_integer((json_int_t)p->ibv.mr_bytes));
-	json_object_set_new(ib, "async_events", json_integer(p->ibv.nasync));
-	if (p->ib_hs.probe) {
+	json_object_set_new(ib, "mrs", json_integer(ibv->nmr));
+	json_object_set_new(ib, "mr_bytes", json_integer((json_int_t)ibv->mr_bytes));
+	json_object_set_new(ib, "async_events", json_integer(ibv->nasync));
+	if (hs->probe) {
 		json_t *h = json_object();
 
-		json_object_set_new(h, "call", json_string(nccl_probe(p->ib_hs.probe)->name));
-		json_object_set_new(h, "inside", json_boolean(p->ib_hs.inside));
-		json_object_set_new(h, "stage", json_string(ib_stage_name(p->ib_hs.stage)));
+		json_object_set_new(h, "call", json_string(nccl_probe(hs->probe)->name));
+		json_object_set_new(h, "inside", json_boolean(hs->inside));
+		json_object_set_new(h, "stage", json_string(ib_stage_name(hs->stage)));
 		json_object_set_new(h, "for_s",
-				    json_real((double)(now - p->ib_hs.since_ns) / NT_NSEC_PER_SEC));
-		json_object_set_new(h, "tid", json_integer(p->ib_hs.tid));
+				    json_real((double)(now - hs->since_ns) / NT_NSEC_PER_SEC));
+		json_object_set_new(h, "tid", json_integer(hs->tid));
 		json_object_set_new(ib, "handshake", h);
 	}
 	return ib;
 }
 
-json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
+/* what nccl_proc_json writes of a process (ncclstate.h), copied out of the state */
+struct nccl_proc_copy {
+	struct nthread *th; /* those in a phase or with a role */
+	int nth;
+	struct ncomm *comm;
+	int ncomm;
+	uint64_t warnings, suppressed, retries, phase_fixes;
+	int nset;
+	struct snap_ib *ibv; /* NULL: no verbs */
+	struct snap_ib_handshake ib_hs;
+	struct snap_net_poll net_poll;
+	struct nprof_copy prof;
+};
+
+void nccl_proc_copy_free(struct nccl_proc_copy *c)
+{
+	if (!c)
+		return;
+	free(c->th);
+	free(c->comm);
+	free(c->ibv);
+	nprof_copy_free(&c->prof);
+	free(c);
+}
+
+int nccl_state__proc_copy(const struct nccl_state *s, int pid, struct nccl_proc_copy **out)
 {
 	const struct nproc *p = nstate_find(s, pid);
-	json_t *o, *pr;
+	struct nccl_proc_copy *c;
 
+	*out = NULL;
 	if (!p)
-		return NULL;
-	o = json_object();
-	json_object_set_new(o, "threads", threads_json(p, now));
-	json_object_set_new(o, "comms", comms_json(p));
-	json_object_set_new(o, "warnings", json_integer(p->warnings));
-	json_object_set_new(o, "warnings_downgraded", json_integer(p->suppressed));
-	json_object_set_new(o, "connect_retries", json_integer(p->retries));
-	json_object_set_new(o, "settings_read", json_integer(p->nset));
-	if (p->has_ibv)
-		json_object_set_new(o, "ib", ib_json(p, now));
-	if (p->net_poll.probe) {
+		return 0;
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->th = malloc((p->nth ? p->nth : 1) * sizeof(*c->th))) ||
+	    !(c->comm = malloc((p->ncomm ? p->ncomm : 1) * sizeof(*c->comm))) ||
+	    (p->has_ibv && !(c->ibv = malloc(sizeof(*c->ibv)))) ||
+	    nprof_proc_copy(s, pid, &c->prof)) {
+		nccl_proc_copy_free(c);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < p->nth; i++)
+		if (p->th[i].depth || p->th[i].role)
+			c->th[c->nth++] = p->th[i];
+	memcpy(c->comm, p->comm, (size_t)p->ncomm * sizeof(*c->comm));
+	c->ncomm = p->ncomm;
+	c->warnings = p->warnings;
+	c->suppressed = p->suppressed;
+	c->retries = p->retries;
+	c->phase_fixes = p->phase_fixes;
+	c->nset = p->nset;
+	if (c->ibv)
+		*c->ibv = p->ibv;
+	c->ib_hs = p->ib_hs;
+	c->net_poll = p->net_poll;
+	*out = c;
+	return 0;
+}
+
+json_t *nccl_proc_json(const struct nccl_proc_copy *c, uint64_t now)
+{
+	json_t *o = json_object(), *pr;
+
+	json_object_set_new(o, "threads", threads_json(c->th, c->nth, now));
+	json_object_set_new(o, "comms", comms_json(c->comm, c->ncomm));
+	json_object_set_new(o, "warnings", json_integer((json_int_t)c->warnings));
+	json_object_set_new(o, "warnings_downgraded", json_integer((json_int_t)c->suppressed));
+	json_object_set_new(o, "connect_retries", json_integer((json_int_t)c->retries));
+	json_object_set_new(o, "settings_read", json_integer(c->nset));
+	if (c->ibv)
+		json_object_set_new(o, "ib", ib_json(c->ibv, &c->ib_hs, now));
+	if (c->net_poll.probe) {
 		json_t *np = json_object();
 
-		json_object_set_new(np, "call", json_string(nccl_probe(p->net_poll.probe)->name));
+		json_object_set_new(np, "call", json_string(nccl_probe(c->net_poll.probe)->name));
 		json_object_set_new(np, "for_s",
-				    json_real((double)clock_age_ns(now, p->net_poll.since_ns) /
+				    json_real((double)clock_age_ns(now, c->net_poll.since_ns) /
 					      NT_NSEC_PER_SEC));
-		json_object_set_new(np, "calls", json_integer((json_int_t)p->net_poll.calls));
-		json_object_set_new(np, "tid", json_integer(p->net_poll.tid));
-		if (p->net_poll.addr[0])
-			json_object_set_new(np, "addr", json_string(p->net_poll.addr));
+		json_object_set_new(np, "calls", json_integer((json_int_t)c->net_poll.calls));
+		json_object_set_new(np, "tid", json_integer(c->net_poll.tid));
+		if (c->net_poll.addr[0])
+			json_object_set_new(np, "addr", json_string(c->net_poll.addr));
 		json_object_set_new(o, "net_poll", np);
 	}
-	if (p->phase_fixes)
-		json_object_set_new(o, "phase_fixes", json_integer((json_int_t)p->phase_fixes));
-	pr = nprof_proc_json(s, pid, now);
+	if (c->phase_fixes)
+		json_object_set_new(o, "phase_fixes", json_integer((json_int_t)c->phase_fixes));
+	pr = nprof_copy_json(&c->prof, now);
 	if (pr)
 		json_object_set_new(o, "profiler", pr);
+	return o;
+}
+
+json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
+{
+	struct nccl_proc_copy *c;
+	json_t *o;
+
+	if (nccl_state__proc_copy(s, pid, &c) || !c)
+		return NULL;
+	o = nccl_proc_json(c, now);
+	nccl_proc_copy_free(c);
 	return o;
 }
 

@@ -162,6 +162,17 @@ void nprof_proc_snap(const struct nccl_state *s, struct snap_proc *sp);
 bool nstate_setup_by_api(const struct nccl_state *s, int pid);
 /* pid's plugin state read again now (ncclCommDestroy: its final counts, before it exits) */
 void nprof_read_now(struct nccl_state *s, int pid, uint64_t now);
-json_t *nprof_proc_json(const struct nccl_state *s, int pid, uint64_t now);
+/* the profiler's part of a process's dump record (nprof_copy_json), copied out of the state */
+struct nprof_copy {
+	char *path; /* NULL: the plugin not found in it (then nothing is written) */
+	uint32_t api_max;
+	uint64_t overflow;
+	struct pcomm *comm; /* those whose identity was read */
+	int ncomm;
+};
+/* 0, or -ENOMEM (out then holds nothing) */
+int nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out);
+json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now);
+void nprof_copy_free(struct nprof_copy *c);
 
 #endif /* NT_NCCLSTATE_PRIV_H */

@@ -113,9 +113,22 @@ struct held_conn {
 	char label[48]; /* NCCL's name for it, "" none */
 };
 
+/* what a snapshot record writes of a process */
+struct held_proc {
+	int pid, rank;
+	char comm[NT_COMM_LEN];
+	char state;
+	char where[32];
+	uint64_t cpu_busy_ns;
+	bool has_gpu;
+	struct snap_gpu gpu;
+	struct nccl_proc_copy *nccl; /* NULL: none */
+};
+
 struct held_snapshot {
 	uint64_t ts;
-	json_t *procs;
+	struct held_proc *procs;
+	int nprocs;
 	struct held_conn *conns;
 	int nconns;
 };
@@ -125,37 +138,34 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 {
 	struct held_snapshot *h = calloc(1, sizeof(*h));
 
-	if (!h || !(h->procs = json_array()) ||
+	if (!h || !(h->procs = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*h->procs))) ||
 	    !(h->conns = calloc(snap->nconns ? snap->nconns : 1, sizeof(*h->conns)))) {
 		held_snapshot_free(h);
 		return NULL;
 	}
 	h->ts = snap->now_ns;
+	*bytes = sizeof(*h);
 	for (int i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
-		json_t *o = json_object();
-		char st[2] = {p->state, 0};
+		struct held_proc *hp = &h->procs[h->nprocs++];
 
-		json_object_set_new(o, "pid", json_integer(p->pid));
-		json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
-		json_object_set_new(o, "comm", json_string(p->comm));
-		json_object_set_new(o, "state", json_string(st));
-		json_object_set_new(o, "where", json_string(p->where));
-		json_object_set_new(o, "cpu_busy", json_real((double)p->cpu_busy_ns / 1e9));
+		hp->pid = p->pid;
+		hp->rank = p->rank;
+		memcpy(hp->comm, p->comm, sizeof(hp->comm));
+		hp->comm[sizeof(hp->comm) - 1] = '\0';
+		hp->state = p->state;
+		snprintf(hp->where, sizeof(hp->where), "%s", p->where);
+		hp->cpu_busy_ns = p->cpu_busy_ns;
 		if (p->gpu) {
-			json_t *g = json_object();
-
-			sf_put(g, p->gpu, sf_gpu, sf_gpu_n);
-			json_object_del(g, "sampled_ns"); /* not a change of its own */
-			json_object_set_new(o, "gpu", g);
+			hp->has_gpu = true;
+			hp->gpu = *p->gpu;
 		}
-		if (ns) {
-			json_t *n = nccl_state__proc_json(ns, p->pid, snap->now_ns);
-
-			if (n)
-				json_object_set_new(o, "nccl", n);
+		if (ns && nccl_state__proc_copy(ns, p->pid, &hp->nccl)) {
+			held_snapshot_free(h);
+			return NULL;
 		}
-		json_array_append_new(h->procs, o);
+		/* its NCCL threads, communicators and last collectives: about 4 KB */
+		*bytes += sizeof(*hp) + (hp->nccl ? 4096 : 0);
 	}
 	for (int i = 0; i < snap->nconns; i++) {
 		const struct snap_conn *c = &snap->conns[i];
@@ -170,8 +180,7 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 			snprintf(hc->label, sizeof(hc->label), "%s", l);
 		h->nconns++;
 	}
-	/* the processes' JSON at about 2 KB each (NCCL's threads, communicators, last collectives) */
-	*bytes = sizeof(*h) + (size_t)h->nconns * sizeof(*h->conns) + (size_t)snap->nprocs * 2048;
+	*bytes += (size_t)h->nconns * sizeof(*h->conns);
 	return h;
 }
 
@@ -181,7 +190,9 @@ void held_snapshot_free(void *p)
 
 	if (!h)
 		return;
-	json_decref(h->procs);
+	for (int i = 0; h->procs && i < h->nprocs; i++)
+		nccl_proc_copy_free(h->procs[i].nccl);
+	free(h->procs);
 	free(h->conns);
 	free(h);
 }
@@ -255,7 +266,30 @@ static json_t *conn_identity(const struct held_conn *hc)
 
 json_t *record_snapshot_held(const struct held_snapshot *h)
 {
-	json_t *rec = json_object(), *conns = json_array();
+	json_t *rec = json_object(), *procs = json_array(), *conns = json_array();
+
+	for (int i = 0; i < h->nprocs; i++) {
+		const struct held_proc *p = &h->procs[i];
+		json_t *o = json_object();
+		char st[2] = {p->state, 0};
+
+		json_object_set_new(o, "pid", json_integer(p->pid));
+		json_object_set_new(o, "rank", p->rank >= 0 ? json_integer(p->rank) : json_null());
+		json_object_set_new(o, "comm", json_string(p->comm));
+		json_object_set_new(o, "state", json_string(st));
+		json_object_set_new(o, "where", json_string(p->where));
+		json_object_set_new(o, "cpu_busy", json_real((double)p->cpu_busy_ns / 1e9));
+		if (p->has_gpu) {
+			json_t *g = json_object();
+
+			sf_put(g, &p->gpu, sf_gpu, sf_gpu_n);
+			json_object_del(g, "sampled_ns"); /* not a change of its own */
+			json_object_set_new(o, "gpu", g);
+		}
+		if (p->nccl)
+			json_object_set_new(o, "nccl", nccl_proc_json(p->nccl, h->ts));
+		json_array_append_new(procs, o);
+	}
 
 	for (int i = 0; i < h->nconns; i++) {
 		const struct held_conn *hc = &h->conns[i];
@@ -266,7 +300,7 @@ json_t *record_snapshot_held(const struct held_snapshot *h)
 	}
 	json_object_set_new(rec, "type", json_string("snapshot"));
 	json_object_set_new(rec, "ts_ns", json_integer((json_int_t)h->ts));
-	json_object_set_new(rec, "procs", json_incref(h->procs));
+	json_object_set_new(rec, "procs", procs);
 	json_object_set_new(rec, "conns", conns);
 	return rec;
 }

@@ -72,11 +72,11 @@ void record_rate_scale(unsigned ring_s);
 /* a live rank inside NCCL's communicator init or transport setup */
 bool snapshot_in_setup(const struct snapshot *s);
 /*
- * A snapshot record as what it is built from: every process as JSON (pid, rank, state, its GPU
- * and NCCL's state of it), and the connections open or closed since last_ns as they were (their
- * figures, NCCL's name for each); ns may be NULL. A calm second waits in the dump's ring so,
- * and most are dropped there: their connections, most of a snapshot, never become JSON. bytes:
- * about what it holds of memory. NULL: out of memory.
+ * A snapshot record as what it is built from, copied: every process (pid, rank, state, its GPU,
+ * what NCCL's state holds of it: threads, communicators, last collectives), and the connections
+ * open or closed since last_ns (their figures, NCCL's name for each); ns may be NULL. A calm
+ * second waits in the dump's ring so, and most are dropped there without ever becoming JSON.
+ * bytes: about what it holds of memory. NULL: out of memory.
  */
 struct held_snapshot;
 struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # What writing the dump costs the tracer (root): tracers side by side on the same machine, each
 # on its own fake NCCL job (RANKS ranks, ITERS all-reduces 50 ms apart, healthy: a minute at
-# full rate, then calm), each writing its dump; per tracer the footer's tracer_cpu_s, its
-# dump_cpu_s (the CPU spent on the snapshot and state frames: building them, holding the calm
-# seconds in the ring, writing) and peak RSS, and the dump's size. A build from before
+# full rate, then calm), each writing its dump; per tracer the trace's length, the footer's
+# tracer_cpu_s, its dump_cpu_s (the CPU spent on the snapshot and state frames: building them,
+# holding the calm seconds in the ring, writing) and peak RSS, and the dump's size. Two lengths
+# give the calm stretch's cost per hour, without the first minute and the ring's last one. A build from before
 # dump_cpu_s was in the footer can be measured when it prints "DUMPCPU <seconds>" on its stderr.
 #   scripts/bench-dumpcpu.sh [ITERS] [RANKS] [TRACER...]   (default: 2000 8 build/nccltrace)
 set -eu
@@ -27,8 +28,9 @@ done
 for i in "${!TRACERS[@]}"; do
 	wait "${pids[$i]}" || echo "${TRACERS[$i]}: exit $?"
 	jq -r --arg t "${TRACERS[$i]}" --arg b "$(stat -c %s "$W/d$i.jsonl")" \
+		--arg start "$(head -1 "$W/d$i.jsonl" | jq .start_ns)" \
 		--arg old "$(sed -n 's/^DUMPCPU //p' "$W/out$i" | tail -1)" \
-		'select(.type == "footer") | .totals |
-		 "\($t): tracer_cpu_s \(.tracer_cpu_s) dump_cpu_s \(.dump_cpu_s // ($old | tonumber? // "-")) maxrss_kib \(.tracer_maxrss_kib) dump_bytes \($b)"' \
+		'select(.type == "footer") | (((.ts_ns - ($start | tonumber)) / 1e9) * 10 | round / 10) as $s | .totals |
+		 "\($t): \($s) s, tracer_cpu_s \(.tracer_cpu_s) dump_cpu_s \(.dump_cpu_s // ($old | tonumber? // "-")) maxrss_kib \(.tracer_maxrss_kib) dump_bytes \($b)"' \
 		"$W/d$i.jsonl"
 done

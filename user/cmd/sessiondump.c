@@ -150,10 +150,14 @@ void session_state(struct session *s, bool force)
 
 void session_dump_tick(struct session *s, uint64_t now)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0;
 	int err;
 
-	if (s->dump && !s->dump_failed && (err = dump__tick(s->dump, now)))
+	/* a plain dump's records are written as they come: nothing is due */
+	if (!s->dump || s->dump_failed || !dump__compressed(s->dump))
+		return;
+	t0 = thread_cpu_ns();
+	if ((err = dump__tick(s->dump, now)))
 		dump_failed(s, err);
 	s->dump_cpu_ns += thread_cpu_ns() - t0;
 }

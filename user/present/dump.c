@@ -325,6 +325,11 @@ int dump__tick(struct dump *d, uint64_t now)
 	return err;
 }
 
+bool dump__compressed(const struct dump *d)
+{
+	return d->zst != NULL;
+}
+
 int dump__set_ring(struct dump *d, unsigned span_s)
 {
 	struct dump_ring *r = dump_ring_new((uint64_t)span_s * 1000000000ull, DUMP_RING_MAX_BYTES);

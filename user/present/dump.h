@@ -49,6 +49,8 @@ int dump__release(struct dump *d);
  * a plain dump, whose records are written as they come.
  */
 int dump__tick(struct dump *d, uint64_t now);
+/* a ".zst" dump: dump__tick writes it */
+bool dump__compressed(const struct dump *d);
 /* the ring's span (default DUMP_RING_SPAN_S); 0 or -ENOMEM */
 int dump__set_ring(struct dump *d, unsigned span_s);
 /* frames held in the ring so far, and those of them dropped (thinned) */

@@ -50,7 +50,10 @@ static bool age_key(const char *k)
 
 /* ---- the writer ---- */
 
-/* the canonical text of each element of one array of the last frame, and an index on it */
+/*
+ * the canonical text of each element of one array of the last frame (canon, or its identity),
+ * and an index on it
+ */
 struct slot {
 	char **s;
 	size_t n;
@@ -162,13 +165,28 @@ struct digest {
 	uint64_t a, b;
 };
 
+static void mix(struct digest *d, uint64_t w)
+{
+	d->a = (d->a ^ w) * 0x9e3779b97f4a7c15ull;
+	d->a ^= d->a >> 29;
+	d->b = (d->b + w) * 0xc2b2ae3d27d4eb4full;
+	d->b = d->b << 31 | d->b >> 33;
+}
+
+/* n bytes at p, eight at a time */
 static void dig(struct digest *d, const void *p, size_t n)
 {
 	const unsigned char *c = p;
+	uint64_t w;
 
-	for (size_t i = 0; i < n; i++) {
-		d->a = (d->a ^ c[i]) * 1099511628211ull;
-		d->b = (d->b + c[i] + 1) * 0x9e3779b97f4a7c15ull;
+	for (; n >= 8; n -= 8, c += 8) {
+		memcpy(&w, c, 8);
+		mix(d, w);
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, c, n);
+		mix(d, w ^ (uint64_t)n << 56);
 	}
 }
 
@@ -240,16 +258,34 @@ static uint64_t fmix(uint64_t h)
 	return h ^ (h >> 33);
 }
 
+#define DIGEST_SEED                                                                                \
+	{                                                                                          \
+		1469598103934665603ull, 0x84222325cbf29ce4ull                                      \
+	}
+
+static void digest_text(const struct digest *d, char out[DELTA_ID_LEN])
+{
+	snprintf(out, DELTA_ID_LEN, "%016llx%016llx", (unsigned long long)fmix(d->a),
+		 (unsigned long long)fmix(d->b));
+}
+
+void delta_id(const void *p, size_t n, char out[DELTA_ID_LEN])
+{
+	struct digest d = DIGEST_SEED;
+
+	dig(&d, p, n);
+	digest_text(&d, out);
+}
+
 static char *canon(const json_t *el, bool ages, uint64_t ts)
 {
-	struct digest d = {1469598103934665603ull, 0x84222325cbf29ce4ull};
-	char *s = malloc(33);
+	struct digest d = DIGEST_SEED;
+	char *s = malloc(DELTA_ID_LEN);
 
 	if (!s)
 		return NULL;
 	walk(&d, (json_t *)el, ages, (double)ts / 1e3);
-	snprintf(s, 33, "%016llx%016llx", (unsigned long long)fmix(d.a),
-		 (unsigned long long)fmix(d.b));
+	digest_text(&d, s);
 	return s;
 }
 

@@ -29,6 +29,9 @@
  * it is never written.
  */
 #define DELTA_ID "\001id"
+/* an identity of n bytes at p (their 128-bit hash, as 32 hex digits), for DELTA_ID */
+#define DELTA_ID_LEN 33
+void delta_id(const void *p, size_t n, char out[DELTA_ID_LEN]);
 
 struct delta_enc;
 struct delta_dec;

@@ -137,9 +137,13 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 					   uint64_t last_ns, size_t *bytes)
 {
 	struct held_snapshot *h = calloc(1, sizeof(*h));
+	int n = 0;
 
+	/* the model keeps every connection closed long ago too: only those written are copied */
+	for (int i = 0; i < snap->nconns; i++)
+		n += !snap->conns[i].closed || snap->conns[i].closed_ns > last_ns;
 	if (!h || !(h->procs = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*h->procs))) ||
-	    !(h->conns = calloc(snap->nconns ? snap->nconns : 1, sizeof(*h->conns)))) {
+	    !(h->conns = malloc((n ? n : 1) * sizeof(*h->conns)))) {
 		held_snapshot_free(h);
 		return NULL;
 	}
@@ -176,8 +180,7 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 			continue;
 		hc->sc = *c;
 		l = ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL;
-		if (l)
-			snprintf(hc->label, sizeof(hc->label), "%s", l);
+		snprintf(hc->label, sizeof(hc->label), "%s", l ? l : "");
 		h->nconns++;
 	}
 	*bytes += (size_t)h->nconns * sizeof(*h->conns);
@@ -197,19 +200,9 @@ void held_snapshot_free(void *p)
 	free(h);
 }
 
-/* FNV-1a over n bytes, from h */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
 /*
- * A connection's identity for the delta frames: 128 bits of hash over all that record_conn
- * writes of it, its ages as the moments they count from (the same while nothing moves)
+ * A connection's identity for the delta frames: a hash over all that record_conn writes of it,
+ * its ages as the moments they count from (the same while nothing moves)
  */
 static json_t *conn_identity(const struct held_conn *hc)
 {
@@ -222,9 +215,9 @@ static json_t *conn_identity(const struct held_conn *hc)
 		int32_t pid, peer_pid, blocked, closed;
 		uint8_t saddr[16], daddr[16];
 		uint16_t sport, dport, family, pad;
+		char label[sizeof(hc->label)];
 	} f;
-	uint64_t a, b;
-	char id[40];
+	char id[DELTA_ID_LEN];
 
 	memset(&f, 0, sizeof(f));
 	f.id = hc->sc.id;
@@ -258,9 +251,8 @@ static json_t *conn_identity(const struct held_conn *hc)
 	f.sport = c->t.sport;
 	f.dport = c->t.dport;
 	f.family = c->t.family;
-	a = fnv(fnv(1469598103934665603ull, &f, sizeof(f)), hc->label, strlen(hc->label));
-	b = fnv(fnv(0x84222325cbf29ce4ull ^ a, hc->label, strlen(hc->label)), &f, sizeof(f));
-	snprintf(id, sizeof(id), "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+	strncpy(f.label, hc->label, sizeof(f.label));
+	delta_id(&f, sizeof(f), id);
 	return json_string(id);
 }
 

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The profiler plugin's part of a process's dump record (ncclstate_priv.h nprof_copy): what the
+ * tracer read of each communicator (counts, the last collectives), copied out of the state for
+ * a calm second held in the dump's ring, and its JSON.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nccl/ncclprof_priv.h"
+#include "nccl/ncclstate_priv.h"
+
+int nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out)
+{
+	const struct pproc *pp = NULL;
+
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; s->prof && i < s->prof->n && !pp; i++)
+		pp = s->prof->p[i].pid == pid ? &s->prof->p[i] : NULL;
+	if (!pp || !pp->addr)
+		return 0;
+	if (!(out->path = strdup(pp->path)) ||
+	    !(out->comm = malloc((pp->ncomm ? pp->ncomm : 1) * sizeof(*out->comm)))) {
+		nprof_copy_free(out);
+		return -ENOMEM;
+	}
+	out->api_max = pp->api_max;
+	out->overflow = pp->overflow;
+	for (int k = 0; k < pp->ncomm; k++)
+		if (pp->comm[k].id_ok)
+			out->comm[out->ncomm++] = pp->comm[k];
+	return 0;
+}
+
+void nprof_copy_free(struct nprof_copy *c)
+{
+	free(c->path);
+	free(c->comm);
+	memset(c, 0, sizeof(*c));
+}
+
+json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
+{
+	json_t *o, *cm;
+
+	if (!c->path)
+		return NULL;
+	o = json_object();
+	cm = json_array();
+	json_object_set_new(o, "path", json_string(c->path));
+	json_object_set_new(o, "api", c->api_max ? json_integer(c->api_max) : json_null());
+	json_object_set_new(o, "overflow", json_integer((json_int_t)c->overflow));
+	for (int k = 0; k < c->ncomm; k++) {
+		const struct pcomm *m = &c->comm[k];
+		json_t *co = json_object(), *rec = json_array();
+		char h[24];
+
+		snprintf(h, sizeof(h), "%016llx", (unsigned long long)m->hash);
+		json_object_set_new(co, "comm_hash", json_string(h));
+		json_object_set_new(co, "rank", json_integer(m->rank));
+		json_object_set_new(
+			co, "state",
+			json_string(m->state == NTPROF_FINALIZED ? "finalized" : "active"));
+		json_object_set_new(co, "collectives", json_integer((json_int_t)m->ncoll));
+		json_object_set_new(co, "p2p", json_integer((json_int_t)m->np2p));
+		json_object_set_new(co, "graph_captured", json_integer((json_int_t)m->graph));
+		json_object_set_new(co, "coll_api_calls", json_integer((json_int_t)m->coll_api));
+		json_object_set_new(co, "lost", json_integer((json_int_t)m->lost));
+		if (m->group_start_ns)
+			json_object_set_new(co, "api_call_s",
+					    json_real((double)(now - m->group_start_ns) / 1e9));
+		for (uint64_t o2 = m->read_upto > RECENT ? m->read_upto - RECENT + 1 : 1;
+		     o2 && o2 <= m->read_upto; o2++) {
+			const struct ntprof_rec *r = &m->recent[(o2 - 1) % RECENT];
+			json_t *ro;
+
+			if (r->ord != o2)
+				continue;
+			ro = json_object();
+			json_object_set_new(ro, "n", json_integer((json_int_t)r->ord));
+			json_object_set_new(ro, "coll", json_string(snap_coll_name(r->func)));
+			/* the job's memory: a seq at the top of the range is not one to add to */
+			json_object_set_new(ro, "seq", json_integer((json_int_t)(r->seq + 1)));
+			json_object_set_new(ro, "count", json_integer((json_int_t)r->count));
+			json_object_set_new(ro, "datatype", json_integer(r->dtype));
+			json_object_set_new(ro, "root", json_integer(r->root));
+			/* the reduction operator: v1 only (ncclRedOp_t; 254 a custom one) */
+			if (r->op != 0xff)
+				json_object_set_new(ro, "op", json_integer(r->op));
+			json_object_set_new(ro, "ts_ns", json_integer((json_int_t)r->ts_ns));
+			json_array_append_new(rec, ro);
+		}
+		json_object_set_new(co, "recent", rec);
+		json_array_append_new(cm, co);
+	}
+	json_object_set_new(o, "comms", cm);
+	return o;
+}

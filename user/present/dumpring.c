@@ -49,10 +49,8 @@ int dump_ring_push(struct dump_ring *r, void *item, const struct dump_held_ops *
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct held *h = malloc(cap * sizeof(*h));
 
-		if (!h) {
-			ops->free(item);
+		if (!h)
 			return -ENOMEM;
-		}
 		for (size_t i = 0; i < r->n; i++)
 			h[i] = r->h[(r->head + i) % r->cap];
 		free(r->h);

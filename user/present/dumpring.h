@@ -29,7 +29,7 @@ struct dump_ring *dump_ring_new(uint64_t span_ns, size_t max_bytes);
 void dump_ring_free(struct dump_ring *r);
 /*
  * hold item of ops (taken: freed by the ring), a frame at ts that takes bytes of memory; 0 or
- * -ENOMEM (item freed)
+ * -ENOMEM (item not taken: still the caller's)
  */
 int dump_ring_push(struct dump_ring *r, void *item, const struct dump_held_ops *ops, size_t bytes,
 		   uint64_t ts, bool keep);

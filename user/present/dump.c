@@ -259,6 +259,17 @@ json_t *dump__budget_json(const struct dump *d)
 	return o;
 }
 
+/* a held frame's record built and written, the frame freed */
+static int write_held(struct dump *d, void *item, const struct dump_held_ops *ops)
+{
+	json_t *rec = ops->record(item);
+	int err = rec ? dump__write(d, rec) : -ENOMEM;
+
+	json_decref(rec);
+	ops->free(item);
+	return err;
+}
+
 /* the ring's frames that are due (all: every one), written if kept, else dropped */
 static int drain(struct dump *d, uint64_t now, bool all)
 {
@@ -268,8 +279,6 @@ static int drain(struct dump *d, uint64_t now, bool all)
 	int err = 0;
 
 	while ((item = dump_ring_pop(d->ring, now, all, &ops, &keep))) {
-		json_t *rec;
-
 		if (!keep && !all) {
 			ops->free(item);
 			d->frames_dropped++;
@@ -280,11 +289,7 @@ static int drain(struct dump *d, uint64_t now, bool all)
 			ops->free(item);
 			continue;
 		}
-		rec = ops->record(item);
-		ops->free(item);
-		err = rec ? dump__write(d, rec) : -ENOMEM;
-		json_decref(rec);
-		if (err)
+		if ((err = write_held(d, item, ops)))
 			break;
 	}
 	return err;
@@ -294,14 +299,8 @@ int dump__hold(struct dump *d, void *item, const struct dump_held_ops *ops, size
 	       uint64_t ts, bool keep)
 {
 	/* no room to hold it: written now, so that nothing is lost */
-	if (dump_ring_push(d->ring, item, ops, bytes, ts, keep)) {
-		json_t *rec = ops->record(item);
-		int err = rec ? dump__write(d, rec) : -ENOMEM;
-
-		json_decref(rec);
-		ops->free(item);
-		return err;
-	}
+	if (dump_ring_push(d->ring, item, ops, bytes, ts, keep))
+		return write_held(d, item, ops);
 	d->frames_held++;
 	return drain(d, ts, false);
 }

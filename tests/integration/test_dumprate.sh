@@ -14,8 +14,10 @@
 # before the cut read; a frame spoilt, an error at its place. A fourth, of 2 ranks at full
 # detail, under --max-dump-bytes 256K: the file stays within it, and the footer and report say
 # what was left out. Frames of another dump format (a delta frame in a format 1 dump, a dump of
-# another format joined on) are errors at their line, with the records before them read.
-# checks: 32
+# another format joined on) are errors at their line, with the records before them read. The
+# end: a job that ends clean leaves its calm last span thinned (the ring's frames not kept are
+# dropped), one the launcher kills (exit 124) has it written whole.
+# checks: 34
 # lane: long 60
 . "$(dirname "$0")/lib.sh"
 
@@ -40,6 +42,11 @@ NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump-detail full --max-dump-byt
 	--dump "$BU" -- "$NJ" --ranks 2 --iters 800 --fault in-collective --fault-rank 1 \
 	--fault-for 5 --timeout 90 >"$TMP/b.out" 2>&1 &
 pb=$!
+# a calm job killed by its launcher's timeout (exit 124): its last span is news
+K=$TMP/killed.jsonl
+NCCLTRACE_RING_S=$RING "$NT" run --no-tui -t 2 --dump "$K" -- "$NJ" --ranks 2 --iters 100000 \
+	--timeout 16 >"$TMP/k.out" 2>&1 &
+pk=$!
 wait $pa
 ra=$?
 wait $pf
@@ -48,6 +55,8 @@ wait $pz
 rz=$?
 wait $pb
 rb=$?
+wait $pk
+rk=$?
 own_pkill "$NJ"
 
 # --- the finding, in both ---
@@ -95,6 +104,20 @@ fgap=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns' | awk 'NR > 1 && 
 check full_every_second "--dump-detail full: the longest gap between snapshots $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
 	test "${fgap:-99999}" -le 1500 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
 echo "# sizes: adaptive $(stat -c %s "$A") B, full $(stat -c %s "$F") B"
+# the end: snapshots in the last span before the footer, less its last 1.5 s (where the ranks
+# close their connections: a frame that says one closed is kept)
+tail_snaps() {
+	local end
+	end=$(tail -1 "$1" | jq .ts_ns)
+	whole "$1" | jq -r "select(.type==\"snapshot\") | ($end - .ts_ns) / 1e9" |
+		awk -v r=$RING '$1 > 1.5 && $1 <= r' | wc -l
+}
+ea=$(tail_snaps "$A")
+check clean_end "exit $ra (clean), footer $(tail -1 "$A" | jq -c .snapshots): $ea snapshots in the last $RING s before the footer but its last 1.5 (want at most 2: one kept in $((RING / 2)) s)" -- \
+	test "$ra" = 0 -a "$ea" -le 2
+ek=$(tail_snaps "$K")
+check killed_end "exit $rk (killed by the job's timeout), footer $(tail -1 "$K" | jq -c .snapshots): $ek snapshots in the last $RING s before the footer but its last 1.5 (want $((RING - 3)) or more: the ring whole)" -- \
+	test "$rk" = 124 -a "$ek" -ge $((RING - 3))
 
 # --- format 2: key frames, then deltas that refer to them ---
 check format_2 "header: $(head -1 "$A" | jq -c '{nccltrace}')" -- jqe '.nccltrace == 2' < <(head -1 "$A")

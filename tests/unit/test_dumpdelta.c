@@ -407,9 +407,10 @@ static const struct dump_held_ops rec_ops = {.record = rec_record, .free = rec_f
 /*
  * Through a real file: a calm minute and a half held, one in 30 s kept; then the release writes
  * the last minute at full resolution; the reader makes every delta whole. The same with no
- * connection, a few, and 300.
+ * connection, a few, and 300. Settled instead (a clean end), the last minute gives only its
+ * kept frame, the others counted as thinned.
  */
-static void hold_and_read(int nconns)
+static void hold_and_read(int nconns, bool settle)
 {
 	char dir[] = "/tmp/nccltrace-delta-XXXXXX", path[64], err[256];
 	struct dump *dp;
@@ -434,18 +435,22 @@ static void hold_and_read(int nconns)
 	dump__frames(dp, &held, &dropped);
 	assert_int_equal(held, 91);
 	assert_int_equal(dropped, 29); /* 1..29 left the ring by second 90; 0 and 30 kept */
-	assert_int_equal(dump__release(dp), 0);
+	assert_int_equal(settle ? dump__settle(dp) : dump__release(dp), 0);
+	dump__frames(dp, &held, &dropped);
+	assert_int_equal(dropped, settle ? 29 + 58 : 29); /* 31..59, 61..89 */
 	dump__close(dp);
 	assert_int_equal(dump_read(path, on_rec, &seen, err, sizeof(err)), 0);
-	assert_int_equal(seen.snapshots, 2 + 60);
+	assert_int_equal(seen.snapshots, settle ? 4 : 2 + 60);
 	assert_int_equal(seen.ts[0], 0);
 	assert_int_equal(seen.ts[1], 30 * S);
 	for (int i = 2; i < seen.snapshots; i++) {
-		assert_int_equal(seen.ts[i], (json_int_t)(29 + i) * S);
-		assert_int_equal(seen.total[i], (29 + i) / 10);
+		int sec = settle ? 30 * i : 29 + i;
+
+		assert_int_equal(seen.ts[i], (json_int_t)sec * S);
+		assert_int_equal(seen.total[i], sec / 10);
 		assert_int_equal(seen.conns[i], nconns);
 		assert_int_equal(seen.last_bytes[i],
-				 nconns ? (json_int_t)(29 + i) * 1000 + nconns - 1 : 0);
+				 nconns ? (json_int_t)sec * 1000 + nconns - 1 : 0);
 	}
 	unlink(path);
 	rmdir(dir);
@@ -458,9 +463,10 @@ static void test_hold_and_read(void **state)
 	FILE *f;
 
 	(void)state;
-	hold_and_read(0);
-	hold_and_read(3);
-	hold_and_read(300);
+	hold_and_read(0, false);
+	hold_and_read(3, false);
+	hold_and_read(300, false);
+	hold_and_read(3, true);
 	/* a delta frame whose key frame is gone */
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/d.jsonl", dir);

@@ -470,8 +470,8 @@ void session_footer(struct session *s, int exit_status)
 	if (f && gpuwatch_helper_cpu_s(s->gpu) >= 0) /* NVML's calls, in a process of its own */
 		json_object_set_new(json_object_get(f, "totals"), "nvml_helper_cpu_s",
 				    json_real(gpuwatch_helper_cpu_s(s->gpu)));
-	/* the last minute, whole, before the footer */
-	session_release(s);
+	/* the last minute before the footer: whole, or after a clean end what the ring keeps */
+	session_ring_end(s);
 	if (f && s->dump) {
 		uint64_t held, dropped;
 

@@ -124,8 +124,11 @@ bool session_snapshot(struct session *s, uint64_t now, bool force);
 void session_state(struct session *s, bool force);
 /* a compressed dump's frame of the last second's records (dump__tick) */
 void session_dump_tick(struct session *s, uint64_t now);
-/* the dump's ring written out: before the footer */
-void session_release(struct session *s);
+/*
+ * the dump's ring written out before the footer: whole, or where the job ended clean (its
+ * processes' exit status 0, no finding open) only the frames its calm rate keeps
+ */
+void session_ring_end(struct session *s);
 /* NCCLTRACE_RING_S: the tests' shorter ring and calm rate */
 void session_ring_scale(struct session *s);
 /* A finding opened, changed or closed: the dump, stderr, the count. */

@@ -78,21 +78,42 @@ static const struct dump_held_ops held_snapshot_ops = {
 	.free = held_snapshot_free,
 };
 
-/* the ring's snapshots to the file: something happened, or the trace ends */
-void session_release(struct session *s)
+/*
+ * The job ended by itself, each of its processes with exit status 0, no finding open: nothing
+ * happened, and the ring's calm minute is no news (a crash, a kill, a finding, the user's stop:
+ * the minute before it is written whole)
+ */
+static bool ended_clean(const struct session *s)
+{
+	if (!s->job_exited || s->detached || s->job_status || findings_open_count(&s->findings) > 0)
+		return false;
+	for (int i = 0; i < s->snap.nprocs; i++)
+		if (s->snap.procs[i].exited && s->snap.procs[i].exit_status)
+			return false;
+	return true;
+}
+
+static void ring_out(struct session *s, bool settle)
 {
 	uint64_t t0 = thread_cpu_ns();
 	int err;
 
-	if (s->dump && !s->dump_failed && (err = dump__release(s->dump)))
+	if (s->dump && !s->dump_failed &&
+	    (err = settle ? dump__settle(s->dump) : dump__release(s->dump)))
 		dump_failed(s, err);
 	s->dump_cpu_ns += thread_cpu_ns() - t0;
+}
+
+/* the trace ends: the ring written whole, or after a clean end only the frames it keeps */
+void session_ring_end(struct session *s)
+{
+	ring_out(s, ended_clean(s));
 }
 
 bool session_snapshot(struct session *s, uint64_t now, bool force)
 {
 	uint64_t t0, last_ns = s->last_snapshot_ns;
-	bool asked = s->snapshot_now, busy;
+	bool asked = s->snapshot_now, busy, end;
 	struct held_snapshot *h;
 	size_t bytes;
 	int err;
@@ -106,15 +127,18 @@ bool session_snapshot(struct session *s, uint64_t now, bool force)
 	t0 = thread_cpu_ns();
 	/*
 	 * The moment a finding opens, all of it: every rank, connection, phase and counter, and
-	 * the minute before it from the ring
+	 * the minute before it from the ring. The job's clean end: its last snapshot, after what
+	 * the ring keeps of its calm minute.
 	 */
-	busy = force || asked || s->opts.dump_full ||
+	end = force && ended_clean(s);
+	busy = (force && !end) || asked || s->opts.dump_full ||
 	       record_snapshot_busy(now, s->start_ns, s->last_change_ns,
-				    findings_open_count(&s->findings) > 0 || s->job_exited ||
+				    findings_open_count(&s->findings) > 0 ||
+					    (s->job_exited && !ended_clean(s)) ||
 					    snapshot_in_setup(&s->snap));
 	h = record_snapshot_hold(&s->snap, s->nstate, last_ns, &bytes);
-	if (busy || !h) {
-		session_release(s);
+	if (busy || end || !h) {
+		ring_out(s, end && !busy);
 		session_dump(s, h ? record_snapshot_held(h) : NULL);
 		held_snapshot_free(h);
 		s->last_kept_ns = now;

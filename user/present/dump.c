@@ -310,6 +310,11 @@ int dump__release(struct dump *d)
 	return drain(d, 0, true);
 }
 
+int dump__settle(struct dump *d)
+{
+	return drain(d, UINT64_MAX, false);
+}
+
 int dump__tick(struct dump *d, uint64_t now)
 {
 	int err;

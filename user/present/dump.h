@@ -44,6 +44,11 @@ int dump__write_calm(struct dump *d, json_t *rec);
 /* every held frame to the file, oldest first: something happened, or the trace ends */
 int dump__release(struct dump *d);
 /*
+ * every held frame as if its minute were over: those to keep written, oldest first, the others
+ * dropped (thinned): the trace ends and nothing happened
+ */
+int dump__settle(struct dump *d);
+/*
  * A compressed dump (its name ends in ".zst", dumpzst.h): the records since the last frame
  * written as one, a second after the last (now: CLOCK_MONOTONIC); 0 or -errno. Nothing for
  * a plain dump, whose records are written as they come.

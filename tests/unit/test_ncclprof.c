@@ -357,12 +357,14 @@ static void test_decode_each_version(void **state)
 /*
  * A process's part of the dump in two steps (a calm second held in the dump's ring): the copy
  * taken at one moment writes what the state held then, the same JSON as the state itself gave
- * then, though more collectives were read since
+ * then, though more collectives were read since; the copy is one block of the size it said
  */
 static void test_copy_keeps_its_moment(void **state)
 {
 	uint64_t hash = 0x2005, now;
 	struct nccl_proc_copy *cp;
+	char *block, *cur;
+	size_t size;
 	struct reader r;
 	json_t *then, *held, *live, *c;
 	void *ctx;
@@ -375,8 +377,15 @@ static void test_copy_keeps_its_moment(void **state)
 	reader_open(&r, st);
 	sample(&r);
 	now = now_ns();
-	assert_int_equal(nccl_state__proc_copy(r.ns, getpid(), &cp), 0);
+	/* one block, its size exactly what the copy takes */
+	size = nccl_state__proc_copy_size(r.ns, getpid());
+	assert_true(size > 0);
+	block = malloc(size);
+	assert_non_null(block);
+	cur = block;
+	cp = nccl_state__proc_copy(r.ns, getpid(), &cur);
 	assert_non_null(cp);
+	assert_ptr_equal(cur, block + size);
 	then = nccl_state__proc_json(r.ns, getpid(), now);
 	launch(5, ctx, hash, 1, 1, AR, 4096, 7, NULL);
 	launch(5, ctx, hash, 1, 2, AR, 4096, 7, NULL);
@@ -392,10 +401,11 @@ static void test_copy_keeps_its_moment(void **state)
 	json_decref(live);
 	json_decref(held);
 	json_decref(then);
-	nccl_proc_copy_free(cp);
+	free(block);
 	/* nothing of a process the state does not know */
-	assert_int_equal(nccl_state__proc_copy(r.ns, getpid() + 1, &cp), 0);
-	assert_null(cp);
+	assert_int_equal(nccl_state__proc_copy_size(r.ns, getpid() + 1), 0);
+	cur = NULL;
+	assert_null(nccl_state__proc_copy(r.ns, getpid() + 1, &cur));
 	assert_int_equal(plug[5]->finalize(ctx), 0);
 	reader_close(&r);
 }

@@ -30,6 +30,7 @@ void nprof_free(struct nprof *pf)
 		for (int k = 0; k < NTPROF_MAX_COMMS; k++)
 			free(pf->p[i].comm[k].pend);
 	free(pf->p);
+	pidix_free(&pf->pids);
 	free(pf->g);
 	free(pf);
 }
@@ -43,14 +44,22 @@ static struct nprof *nprof_get(struct nccl_state *s)
 
 static struct pproc *pproc_get(struct nprof *pf, int pid, bool add)
 {
-	for (int i = 0; i < pf->n; i++)
-		if (pf->p[i].pid == pid)
-			return &pf->p[i];
-	if (!add || grow(&pf->p, &pf->cap, pf->n, sizeof(*pf->p), 4))
+	int i = pidix_find(&pf->pids, pid);
+
+	if (i >= 0)
+		return &pf->p[i];
+	if (!add || grow(&pf->p, &pf->cap, pf->n, sizeof(*pf->p), 4) || pidix_add(&pf->pids, pid))
 		return NULL;
 	memset(&pf->p[pf->n], 0, sizeof(pf->p[0]));
 	pf->p[pf->n].pid = pid;
 	return &pf->p[pf->n++];
+}
+
+const struct pproc *nprof_find(const struct nccl_state *s, int pid)
+{
+	int i = s->prof ? pidix_find(&s->prof->pids, pid) : -1;
+
+	return i >= 0 ? &s->prof->p[i] : NULL;
 }
 
 /* ---------------------------------------------------------------- finding the plugin */
@@ -557,11 +566,9 @@ int nccl_state__prof_at(struct nccl_state *s, int pid, uint64_t addr)
 
 void nprof_proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 {
-	const struct pproc *pp = NULL;
+	const struct pproc *pp = nprof_find(s, sp->pid);
 	uint64_t since = 0;
 
-	for (int i = 0; s->prof && i < s->prof->n && !pp; i++)
-		pp = s->prof->p[i].pid == sp->pid ? &s->prof->p[i] : NULL;
 	/*
 	 * An exited process's last copy is as old as its last tick: the uprobes' word only; and
 	 * theirs where their frames say where in the setup the process is

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ntprof.h"
+#include "util/pidix.h"
 
 #define RECENT		8
 #define HIST		64		  /* launches a rank's own pattern is read from */
@@ -77,6 +78,7 @@ struct pgroup {
 struct nprof {
 	struct pproc *p;
 	int n, cap;
+	struct pidix pids; /* p's pids, in its order */
 	struct pgroup *g;
 	int ng, gcap;
 	/* the symbol's address in the last plugin file examined */
@@ -84,6 +86,9 @@ struct nprof {
 	uint64_t sym_vaddr;
 };
 
+struct nccl_state;
+/* pid's, NULL if none */
+const struct pproc *nprof_find(const struct nccl_state *s, int pid);
 /* Forget the pending records up to ordinal ord, remembering each function's last signature */
 void pend_drop_upto(struct pcomm *m, uint64_t ord);
 /* Compare every communicator's ranks on the collectives all of them have launched */

@@ -4,40 +4,56 @@
  * tracer read of each communicator (counts, the last collectives), copied out of the state for
  * a calm second held in the dump's ring, and its JSON.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "nccl/ncclprof_priv.h"
 #include "nccl/ncclstate_priv.h"
+#include "util/block.h"
 
-int nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out)
+/* pid's, where the plugin was found in it */
+static const struct pproc *prof_proc(const struct nccl_state *s, int pid)
 {
-	const struct pproc *pp = NULL;
+	const struct pproc *pp = nprof_find(s, pid);
+
+	return pp && pp->addr ? pp : NULL;
+}
+
+/* the communicators whose identity was read: those written */
+static int ids_read(const struct pproc *pp)
+{
+	int n = 0;
+
+	for (int k = 0; k < pp->ncomm; k++)
+		n += pp->comm[k].id_ok;
+	return n;
+}
+
+size_t nprof_proc_copy_size(const struct nccl_state *s, int pid)
+{
+	const struct pproc *pp = prof_proc(s, pid);
+
+	if (!pp)
+		return 0;
+	return block_part(strlen(pp->path) + 1) +
+	       block_part((size_t)ids_read(pp) * sizeof(struct pcomm));
+}
+
+void nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out, char **cur)
+{
+	const struct pproc *pp = prof_proc(s, pid);
+	size_t len;
 
 	memset(out, 0, sizeof(*out));
-	for (int i = 0; s->prof && i < s->prof->n && !pp; i++)
-		pp = s->prof->p[i].pid == pid ? &s->prof->p[i] : NULL;
-	if (!pp || !pp->addr)
-		return 0;
-	if (!(out->path = strdup(pp->path)) ||
-	    !(out->comm = malloc((pp->ncomm ? pp->ncomm : 1) * sizeof(*out->comm)))) {
-		nprof_copy_free(out);
-		return -ENOMEM;
-	}
+	if (!pp)
+		return;
+	len = strlen(pp->path) + 1;
+	out->path = memcpy(block_take(cur, len), pp->path, len);
+	out->comm = block_take(cur, (size_t)ids_read(pp) * sizeof(*out->comm));
 	out->api_max = pp->api_max;
 	out->overflow = pp->overflow;
 	for (int k = 0; k < pp->ncomm; k++)
 		if (pp->comm[k].id_ok)
 			out->comm[out->ncomm++] = pp->comm[k];
-	return 0;
-}
-
-void nprof_copy_free(struct nprof_copy *c)
-{
-	free(c->path);
-	free(c->comm);
-	memset(c, 0, sizeof(*c));
 }
 
 json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)

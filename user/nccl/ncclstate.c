@@ -11,6 +11,7 @@
 #include "nccl/ibwarn.h"
 #include "nccl/nccllib.h"
 #include "nccl/ncclstate_priv.h"
+#include "util/block.h"
 #include "trace/procfs.h"
 #include "model/snapshot.h"
 #include "util/grow.h"
@@ -48,6 +49,7 @@ void nccl_state__free(struct nccl_state *s)
 			free((char *)s->p[i].set[k].value);
 		}
 	free(s->p);
+	pidix_free(&s->pids);
 	free(s->snap);
 	nprof_free(s->prof);
 	free(s);
@@ -55,10 +57,11 @@ void nccl_state__free(struct nccl_state *s)
 
 struct nproc *nstate_proc(struct nccl_state *s, int pid)
 {
-	for (int i = 0; i < s->n; i++)
-		if (s->p[i].pid == pid)
-			return &s->p[i];
-	if (grow(&s->p, &s->cap, s->n, sizeof(*s->p), 8))
+	int i = pidix_find(&s->pids, pid);
+
+	if (i >= 0)
+		return &s->p[i];
+	if (grow(&s->p, &s->cap, s->n, sizeof(*s->p), 8) || pidix_add(&s->pids, pid))
 		return NULL;
 	memset(&s->p[s->n], 0, sizeof(s->p[0]));
 	s->p[s->n].pid = pid;
@@ -67,10 +70,9 @@ struct nproc *nstate_proc(struct nccl_state *s, int pid)
 
 const struct nproc *nstate_find(const struct nccl_state *s, int pid)
 {
-	for (int i = 0; i < s->n; i++)
-		if (s->p[i].pid == pid)
-			return &s->p[i];
-	return NULL;
+	int i = pidix_find(&s->pids, pid);
+
+	return i >= 0 ? &s->p[i] : NULL;
 }
 
 struct nthread *nstate_thread(struct nproc *p, int tid)
@@ -294,36 +296,42 @@ struct nccl_proc_copy {
 	struct nprof_copy prof;
 };
 
-void nccl_proc_copy_free(struct nccl_proc_copy *c)
+/* its threads in a phase or with a role: those written */
+static int threads_written(const struct nproc *p)
 {
-	if (!c)
-		return;
-	free(c->th);
-	free(c->comm);
-	free(c->ibv);
-	nprof_copy_free(&c->prof);
-	free(c);
+	int n = 0;
+
+	for (int i = 0; i < p->nth; i++)
+		n += p->th[i].depth || p->th[i].role;
+	return n;
 }
 
-int nccl_state__proc_copy(const struct nccl_state *s, int pid, struct nccl_proc_copy **out)
+size_t nccl_state__proc_copy_size(const struct nccl_state *s, int pid)
+{
+	const struct nproc *p = nstate_find(s, pid);
+
+	if (!p)
+		return 0;
+	return block_part(sizeof(struct nccl_proc_copy)) +
+	       block_part((size_t)threads_written(p) * sizeof(struct nthread)) +
+	       block_part((size_t)p->ncomm * sizeof(struct ncomm)) +
+	       (p->has_ibv ? block_part(sizeof(struct snap_ib)) : 0) + nprof_proc_copy_size(s, pid);
+}
+
+struct nccl_proc_copy *nccl_state__proc_copy(const struct nccl_state *s, int pid, char **cur)
 {
 	const struct nproc *p = nstate_find(s, pid);
 	struct nccl_proc_copy *c;
 
-	*out = NULL;
 	if (!p)
-		return 0;
-	c = calloc(1, sizeof(*c));
-	if (!c || !(c->th = malloc((p->nth ? p->nth : 1) * sizeof(*c->th))) ||
-	    !(c->comm = malloc((p->ncomm ? p->ncomm : 1) * sizeof(*c->comm))) ||
-	    (p->has_ibv && !(c->ibv = malloc(sizeof(*c->ibv)))) ||
-	    nprof_proc_copy(s, pid, &c->prof)) {
-		nccl_proc_copy_free(c);
-		return -ENOMEM;
-	}
+		return NULL;
+	c = block_take(cur, sizeof(*c));
+	memset(c, 0, sizeof(*c));
+	c->th = block_take(cur, (size_t)threads_written(p) * sizeof(*c->th));
 	for (int i = 0; i < p->nth; i++)
 		if (p->th[i].depth || p->th[i].role)
 			c->th[c->nth++] = p->th[i];
+	c->comm = block_take(cur, (size_t)p->ncomm * sizeof(*c->comm));
 	memcpy(c->comm, p->comm, (size_t)p->ncomm * sizeof(*c->comm));
 	c->ncomm = p->ncomm;
 	c->warnings = p->warnings;
@@ -331,12 +339,14 @@ int nccl_state__proc_copy(const struct nccl_state *s, int pid, struct nccl_proc_
 	c->retries = p->retries;
 	c->phase_fixes = p->phase_fixes;
 	c->nset = p->nset;
-	if (c->ibv)
+	if (p->has_ibv) {
+		c->ibv = block_take(cur, sizeof(*c->ibv));
 		*c->ibv = p->ibv;
+	}
 	c->ib_hs = p->ib_hs;
 	c->net_poll = p->net_poll;
-	*out = c;
-	return 0;
+	nprof_proc_copy(s, pid, &c->prof, cur);
+	return c;
 }
 
 json_t *nccl_proc_json(const struct nccl_proc_copy *c, uint64_t now)
@@ -374,13 +384,11 @@ json_t *nccl_proc_json(const struct nccl_proc_copy *c, uint64_t now)
 
 json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now)
 {
-	struct nccl_proc_copy *c;
-	json_t *o;
+	size_t n = nccl_state__proc_copy_size(s, pid);
+	char *buf = n ? malloc(n) : NULL, *cur = buf;
+	json_t *o = buf ? nccl_proc_json(nccl_state__proc_copy(s, pid, &cur), now) : NULL;
 
-	if (nccl_state__proc_copy(s, pid, &c) || !c)
-		return NULL;
-	o = nccl_proc_json(c, now);
-	nccl_proc_copy_free(c);
+	free(buf);
 	return o;
 }
 

@@ -55,14 +55,16 @@ int nccl_state__comms(struct nccl_state *s, struct snap_comm **out);
 /* The per-process part of a snapshot record: threads, comms, settings count... NULL if none */
 json_t *nccl_state__proc_json(const struct nccl_state *s, int pid, uint64_t now);
 /*
- * The same in two steps: what it writes of pid copied out of the state (*out NULL: nothing of
- * pid; 0, or -ENOMEM), and later, while the state has moved on, its JSON as of now (a calm
- * second's snapshot, held in the dump's ring as what its record is built from)
+ * The same in two steps: what it writes of pid copied out of the state, and later, while the
+ * state has moved on, its JSON as of now (a calm second's snapshot, held in the dump's ring as
+ * what its record is built from). The copy is a part of the caller's block (util/block.h):
+ * its size (0: nothing of pid), then the copy taken from the block at *cur, which has at least
+ * that many bytes (NULL: nothing of pid); the caller frees the block, nothing else.
  */
 struct nccl_proc_copy;
-int nccl_state__proc_copy(const struct nccl_state *s, int pid, struct nccl_proc_copy **out);
+size_t nccl_state__proc_copy_size(const struct nccl_state *s, int pid);
+struct nccl_proc_copy *nccl_state__proc_copy(const struct nccl_state *s, int pid, char **cur);
 json_t *nccl_proc_json(const struct nccl_proc_copy *c, uint64_t now);
-void nccl_proc_copy_free(struct nccl_proc_copy *c);
 
 /* "ring setup" etc.: the NCCL label of the socket with inode ino in pid, NULL if unknown */
 const char *nccl_state__socket_label(const struct nccl_state *s, int pid, uint64_t ino);

@@ -11,6 +11,7 @@
 #include "nccl/nccllib.h"
 #include "nccl/ncclstate.h"
 #include "model/snapshot.h"
+#include "util/pidix.h"
 
 #define MAX_THREADS  64
 #define MAX_COMMS    16
@@ -97,6 +98,7 @@ struct nproc {
 struct nccl_state {
 	struct nproc *p;
 	int n, cap;
+	struct pidix pids;	/* p's pids, in its order (nstate_find) */
 	struct snap_comm *snap; /* what nccl_state__comms() hands out */
 	int snapcap;
 	const struct nt_nccl_offsets *(*offs)(void *, int);
@@ -170,9 +172,10 @@ struct nprof_copy {
 	struct pcomm *comm; /* those whose identity was read */
 	int ncomm;
 };
-/* 0, or -ENOMEM (out then holds nothing) */
-int nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out);
+/* the bytes of a block (util/block.h) pid's copy takes: 0, nothing of it is written */
+size_t nprof_proc_copy_size(const struct nccl_state *s, int pid);
+/* pid's copy into out, its parts taken from the block at *cur (that many bytes) */
+void nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out, char **cur);
 json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now);
-void nprof_copy_free(struct nprof_copy *c);
 
 #endif /* NT_NCCLSTATE_PRIV_H */

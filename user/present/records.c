@@ -13,6 +13,7 @@
 #include "model/snapfields.h"
 #include "present/dumpdelta.h"
 #include "present/records.h"
+#include "util/block.h"
 #include "util/fmt.h"
 
 static void set_count(json_t *o, const char *k, uint64_t v)
@@ -133,25 +134,41 @@ struct held_snapshot {
 	int nconns;
 };
 
+/* the connections a snapshot after last_ns writes: the model keeps every one closed long ago too */
+static bool conn_written(const struct snap_conn *c, uint64_t last_ns)
+{
+	return !c->closed || c->closed_ns > last_ns;
+}
+
+/*
+ * One block (util/block.h): what is copied out of the state each calm second is freed whole a
+ * minute later, and a heap cut into many small copies a second slows every other allocation
+ * (the state record's JSON took twice as long beside them)
+ */
 struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,
 					   uint64_t last_ns, size_t *bytes)
 {
-	struct held_snapshot *h = calloc(1, sizeof(*h));
+	struct held_snapshot *h;
+	size_t size = block_part(sizeof(*h)) + block_part((size_t)snap->nprocs * sizeof(*h->procs));
 	int n = 0;
+	char *cur;
 
-	/* the model keeps every connection closed long ago too: only those written are copied */
 	for (int i = 0; i < snap->nconns; i++)
-		n += !snap->conns[i].closed || snap->conns[i].closed_ns > last_ns;
-	if (!h || !(h->procs = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*h->procs))) ||
-	    !(h->conns = malloc((n ? n : 1) * sizeof(*h->conns)))) {
-		held_snapshot_free(h);
+		n += conn_written(&snap->conns[i], last_ns);
+	size += block_part((size_t)n * sizeof(*h->conns));
+	for (int i = 0; ns && i < snap->nprocs; i++)
+		size += nccl_state__proc_copy_size(ns, snap->procs[i].pid);
+	if (!(cur = malloc(size)))
 		return NULL;
-	}
+	h = block_take(&cur, sizeof(*h));
 	h->ts = snap->now_ns;
-	*bytes = sizeof(*h);
+	h->procs = block_take(&cur, (size_t)snap->nprocs * sizeof(*h->procs));
+	h->nprocs = snap->nprocs;
+	h->conns = block_take(&cur, (size_t)n * sizeof(*h->conns));
+	h->nconns = 0;
 	for (int i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
-		struct held_proc *hp = &h->procs[h->nprocs++];
+		struct held_proc *hp = &h->procs[i];
 
 		hp->pid = p->pid;
 		hp->rank = p->rank;
@@ -160,44 +177,31 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 		hp->state = p->state;
 		snprintf(hp->where, sizeof(hp->where), "%s", p->where);
 		hp->cpu_busy_ns = p->cpu_busy_ns;
-		if (p->gpu) {
-			hp->has_gpu = true;
+		hp->has_gpu = p->gpu != NULL;
+		if (p->gpu)
 			hp->gpu = *p->gpu;
-		}
-		if (ns && nccl_state__proc_copy(ns, p->pid, &hp->nccl)) {
-			held_snapshot_free(h);
-			return NULL;
-		}
-		/* its NCCL threads, communicators and last collectives: about 4 KB */
-		*bytes += sizeof(*hp) + (hp->nccl ? 4096 : 0);
+		/* its NCCL threads, communicators and last collectives */
+		hp->nccl = ns ? nccl_state__proc_copy(ns, p->pid, &cur) : NULL;
 	}
 	for (int i = 0; i < snap->nconns; i++) {
 		const struct snap_conn *c = &snap->conns[i];
 		struct held_conn *hc = &h->conns[h->nconns];
 		const char *l;
 
-		if (c->closed && c->closed_ns <= last_ns)
+		if (!conn_written(c, last_ns))
 			continue;
 		hc->sc = *c;
 		l = ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL;
 		snprintf(hc->label, sizeof(hc->label), "%s", l ? l : "");
 		h->nconns++;
 	}
-	*bytes += (size_t)h->nconns * sizeof(*h->conns);
+	*bytes = size;
 	return h;
 }
 
 void held_snapshot_free(void *p)
 {
-	struct held_snapshot *h = p;
-
-	if (!h)
-		return;
-	for (int i = 0; h->procs && i < h->nprocs; i++)
-		nccl_proc_copy_free(h->procs[i].nccl);
-	free(h->procs);
-	free(h->conns);
-	free(h);
+	free(p);
 }
 
 /*

@@ -99,10 +99,11 @@ check footer_thinned "footer: $(jq -c .snapshots <<<"$ft")" -- \
 # what the frames cost the tracer: a part of its CPU, in both footers
 check footer_dump_cpu "adaptive: $(jq -c '.totals | {dump_cpu_s, tracer_cpu_s}' <<<"$ft"); full: $(tail -1 "$F" | jq -c '.totals | {dump_cpu_s, tracer_cpu_s}')" -- \
 	jqe -s 'map(.totals | .dump_cpu_s > 0 and .dump_cpu_s < .tracer_cpu_s) == [true, true]' < <(tail -qn1 "$A" "$F")
-# full: a snapshot every second from start to end, none held
+# full: a snapshot every second from start to end, none held (a gap under 2 s: a tick slips by a
+# few ms on 2 loaded CPUs under ASan, 1518 ms seen; the calm rate would leave RING/2 = 3 s)
 fgap=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns' | awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }')
 check full_every_second "--dump-detail full: the longest gap between snapshots $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
-	test "${fgap:-99999}" -le 1500 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
+	test "${fgap:-99999}" -lt 2000 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
 echo "# sizes: adaptive $(stat -c %s "$A") B, full $(stat -c %s "$F") B"
 # the end: snapshots in the last span before the footer, less its last 1.5 s (where the ranks
 # close their connections: a frame that says one closed is kept)

@@ -113,7 +113,7 @@ void session_ring_end(struct session *s)
 bool session_snapshot(struct session *s, uint64_t now, bool force)
 {
 	uint64_t t0, last_ns = s->last_snapshot_ns;
-	bool asked = s->snapshot_now, busy, end;
+	bool asked = s->snapshot_now, busy, end, clean;
 	struct held_snapshot *h;
 	size_t bytes;
 	int err;
@@ -130,11 +130,12 @@ bool session_snapshot(struct session *s, uint64_t now, bool force)
 	 * the minute before it from the ring. The job's clean end: its last snapshot, after what
 	 * the ring keeps of its calm minute.
 	 */
-	end = force && ended_clean(s);
+	clean = ended_clean(s);
+	end = force && clean;
 	busy = (force && !end) || asked || s->opts.dump_full ||
 	       record_snapshot_busy(now, s->start_ns, s->last_change_ns,
 				    findings_open_count(&s->findings) > 0 ||
-					    (s->job_exited && !ended_clean(s)) ||
+					    (s->job_exited && !clean) ||
 					    snapshot_in_setup(&s->snap));
 	h = record_snapshot_hold(&s->snap, s->nstate, last_ns, &bytes);
 	if (busy || end || !h) {

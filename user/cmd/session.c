@@ -865,6 +865,7 @@ void session_close(struct session *s)
 		close(s->tfd);
 	session_log_close(s);
 	dump__close(s->dump);
+	held_snapshot_free(s->last_held);
 	nccl_attach__free(s->nccl);
 	nccl_state__free(s->nstate);
 	tracer__close(s->tracer);

@@ -59,7 +59,8 @@ struct session {
 	uint64_t told_drops;
 	uint64_t told_suppressed; /* records over the budget, as last warned */
 	bool dump_failed;
-	uint64_t dump_cpu_ns; /* the tracer's CPU on the dump's frames (sessiondump.c) */
+	uint64_t dump_cpu_ns;		 /* the tracer's CPU on the dump's frames (sessiondump.c) */
+	struct held_snapshot *last_held; /* the last second held, shared from (records.h) */
 	uint64_t nfindings;
 	struct snapshot snap; /* the latest, for the finding callback */
 	/* the dashboard, when stdout is a terminal */

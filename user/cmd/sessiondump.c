@@ -137,7 +137,7 @@ bool session_snapshot(struct session *s, uint64_t now, bool force)
 				    findings_open_count(&s->findings) > 0 ||
 					    (s->job_exited && !clean) ||
 					    snapshot_in_setup(&s->snap));
-	h = record_snapshot_hold(&s->snap, s->nstate, last_ns, &bytes);
+	h = record_snapshot_hold(&s->snap, s->nstate, last_ns, &s->last_held, &bytes);
 	if (busy || end || !h) {
 		ring_out(s, end && !busy);
 		session_dump(s, h ? record_snapshot_held(h) : NULL);

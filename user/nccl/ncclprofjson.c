@@ -28,6 +28,47 @@ static int ids_read(const struct pproc *pp)
 	return n;
 }
 
+/* what a process's dump record writes of one of its collectives */
+struct held_rec {
+	uint64_t ord, ts_ns, count, seq;
+	int32_t root;
+	uint8_t func, dtype, op;
+};
+
+/* and of a communicator */
+struct held_pcomm {
+	uint64_t hash, ncoll, np2p, graph, coll_api, lost, group_start_ns, read_upto;
+	int rank;
+	uint32_t state;
+	struct held_rec recent[RECENT];
+};
+
+static void pcomm_hold(const struct pcomm *m, struct held_pcomm *h)
+{
+	h->hash = m->hash;
+	h->ncoll = m->ncoll;
+	h->np2p = m->np2p;
+	h->graph = m->graph;
+	h->coll_api = m->coll_api;
+	h->lost = m->lost;
+	h->group_start_ns = m->group_start_ns;
+	h->read_upto = m->read_upto;
+	h->rank = m->rank;
+	h->state = m->state;
+	for (int i = 0; i < RECENT; i++) {
+		const struct ntprof_rec *r = &m->recent[i];
+
+		h->recent[i] = (struct held_rec){.ord = r->ord,
+						 .ts_ns = r->ts_ns,
+						 .count = r->count,
+						 .seq = r->seq,
+						 .root = r->root,
+						 .func = r->func,
+						 .dtype = r->dtype,
+						 .op = r->op};
+	}
+}
+
 size_t nprof_proc_copy_size(const struct nccl_state *s, int pid)
 {
 	const struct pproc *pp = prof_proc(s, pid);
@@ -35,7 +76,7 @@ size_t nprof_proc_copy_size(const struct nccl_state *s, int pid)
 	if (!pp)
 		return 0;
 	return block_part(strlen(pp->path) + 1) +
-	       block_part((size_t)ids_read(pp) * sizeof(struct pcomm));
+	       block_part((size_t)ids_read(pp) * sizeof(struct held_pcomm));
 }
 
 void nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out, char **cur)
@@ -53,7 +94,7 @@ void nprof_proc_copy(const struct nccl_state *s, int pid, struct nprof_copy *out
 	out->overflow = pp->overflow;
 	for (int k = 0; k < pp->ncomm; k++)
 		if (pp->comm[k].id_ok)
-			out->comm[out->ncomm++] = pp->comm[k];
+			pcomm_hold(&pp->comm[k], &out->comm[out->ncomm++]);
 }
 
 json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
@@ -68,7 +109,7 @@ json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
 	json_object_set_new(o, "api", c->api_max ? json_integer(c->api_max) : json_null());
 	json_object_set_new(o, "overflow", json_integer((json_int_t)c->overflow));
 	for (int k = 0; k < c->ncomm; k++) {
-		const struct pcomm *m = &c->comm[k];
+		const struct held_pcomm *m = &c->comm[k];
 		json_t *co = json_object(), *rec = json_array();
 		char h[24];
 
@@ -88,7 +129,7 @@ json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
 					    json_real((double)(now - m->group_start_ns) / 1e9));
 		for (uint64_t o2 = m->read_upto > RECENT ? m->read_upto - RECENT + 1 : 1;
 		     o2 && o2 <= m->read_upto; o2++) {
-			const struct ntprof_rec *r = &m->recent[(o2 - 1) % RECENT];
+			const struct held_rec *r = &m->recent[(o2 - 1) % RECENT];
 			json_t *ro;
 
 			if (r->ord != o2)

@@ -108,10 +108,15 @@ json_t *nstate_record(const struct nt_ev_nccl *e, const char *type)
 }
 
 /* "p2p setup (ring)" */
+static void probe_detail_label(int probe, const char *detail, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", nstate_probe_label(probe), detail[0] ? " (" : "", detail,
+		 detail[0] ? ")" : "");
+}
+
 void nstate_frame_label(const struct nthread *t, int d, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s", nstate_probe_label(t->probe[d]), t->detail[d][0] ? " (" : "",
-		 t->detail[d], t->detail[d][0] ? ")" : "");
+	probe_detail_label(t->probe[d], t->detail[d], buf, len);
 }
 
 /*
@@ -178,29 +183,47 @@ void nccl_state__proc_snap(const struct nccl_state *s, struct snap_proc *sp)
 }
 
 /* The threads in a phase or with a role: tid, role, phase and how long it has been in it. */
-static json_t *threads_json(const struct nthread *th, int nth, uint64_t now)
+/* what a process's dump record writes of a thread in a phase or with a role */
+struct held_thread {
+	int tid, role; /* role: enum nt_probe of its start routine, 0 none */
+	bool in_phase; /* its innermost phase: */
+	uint16_t probe;
+	char detail[sizeof(((struct nthread *)0)->detail[0])];
+	uint64_t since;
+};
+
+static void thread_hold(const struct nthread *t, struct held_thread *h)
+{
+	h->tid = t->tid;
+	h->role = t->role;
+	h->in_phase = t->depth > 0 && t->depth <= NT_PHASE_DEPTH;
+	if (!h->in_phase)
+		return;
+	h->probe = t->probe[t->depth - 1];
+	memcpy(h->detail, t->detail[t->depth - 1], sizeof(h->detail));
+	h->detail[sizeof(h->detail) - 1] = '\0';
+	h->since = t->since[t->depth - 1];
+}
+
+static json_t *threads_json(const struct held_thread *th, int nth, uint64_t now)
 {
 	json_t *a = json_array();
 
 	for (int i = 0; i < nth; i++) {
-		const struct nthread *t = &th[i];
-		json_t *to;
+		const struct held_thread *t = &th[i];
+		json_t *to = json_object();
 
-		if (!t->depth && !t->role)
-			continue;
-		to = json_object();
 		json_object_set_new(to, "tid", json_integer(t->tid));
 		if (t->role)
 			json_object_set_new(
 				to, "role",
 				json_string(nccl_probe(t->role)->name + strlen("role_")));
-		if (t->depth > 0 && t->depth <= NT_PHASE_DEPTH) {
+		if (t->in_phase) {
 			char l[64];
 
-			nstate_frame_label(t, t->depth - 1, l, sizeof(l));
+			probe_detail_label(t->probe, t->detail, l, sizeof(l));
 			json_object_set_new(to, "phase", json_string(l));
-			json_object_set_new(to, "in_phase_s",
-					    json_real((now - t->since[t->depth - 1]) / 1e9));
+			json_object_set_new(to, "in_phase_s", json_real((now - t->since) / 1e9));
 		}
 		json_array_append_new(a, to);
 	}
@@ -284,7 +307,7 @@ static json_t *ib_json(const struct snap_ib *ibv, const struct snap_ib_handshake
 
 /* what nccl_proc_json writes of a process (ncclstate.h), copied out of the state */
 struct nccl_proc_copy {
-	struct nthread *th; /* those in a phase or with a role */
+	struct held_thread *th; /* those in a phase or with a role */
 	int nth;
 	struct ncomm *comm;
 	int ncomm;
@@ -313,7 +336,7 @@ size_t nccl_state__proc_copy_size(const struct nccl_state *s, int pid)
 	if (!p)
 		return 0;
 	return block_part(sizeof(struct nccl_proc_copy)) +
-	       block_part((size_t)threads_written(p) * sizeof(struct nthread)) +
+	       block_part((size_t)threads_written(p) * sizeof(struct held_thread)) +
 	       block_part((size_t)p->ncomm * sizeof(struct ncomm)) +
 	       (p->has_ibv ? block_part(sizeof(struct snap_ib)) : 0) + nprof_proc_copy_size(s, pid);
 }
@@ -330,7 +353,7 @@ struct nccl_proc_copy *nccl_state__proc_copy(const struct nccl_state *s, int pid
 	c->th = block_take(cur, (size_t)threads_written(p) * sizeof(*c->th));
 	for (int i = 0; i < p->nth; i++)
 		if (p->th[i].depth || p->th[i].role)
-			c->th[c->nth++] = p->th[i];
+			thread_hold(&p->th[i], &c->th[c->nth++]);
 	c->comm = block_take(cur, (size_t)p->ncomm * sizeof(*c->comm));
 	memcpy(c->comm, p->comm, (size_t)p->ncomm * sizeof(*c->comm));
 	c->ncomm = p->ncomm;

@@ -169,7 +169,7 @@ struct nprof_copy {
 	char *path; /* NULL: the plugin not found in it (then nothing is written) */
 	uint32_t api_max;
 	uint64_t overflow;
-	struct pcomm *comm; /* those whose identity was read */
+	struct held_pcomm *comm; /* those whose identity was read (ncclprofjson.c) */
 	int ncomm;
 };
 /* the bytes of a block (util/block.h) pid's copy takes: 0, nothing of it is written */

@@ -109,9 +109,69 @@ json_t *record_conn_event(const struct nt_ev_conn *e, const char *label)
 	return o;
 }
 
-struct held_conn {
-	struct snap_conn sc;
+/*
+ * What record_conn writes of a connection, its ages as the moments they count from (the same
+ * while nothing moves): its identity for the delta frames is a hash of it, and a held second
+ * shares a connection's copy with the one before while it is the same
+ */
+struct conn_fields {
+	uint64_t id, sent, recv, scalls, rcalls, seagain, reagain, eof, errors, last_send,
+		last_recv;
+	uint32_t tid, state, flags, retrans, syn_retrans, resets, srtt, cwnd, send_q, recv_q, phase;
+	int32_t pid, peer_pid, blocked, closed;
+	uint8_t saddr[16], daddr[16];
+	uint16_t sport, dport, family, pad;
 	char label[48]; /* NCCL's name for it, "" none */
+};
+
+static void conn_fields(const struct snap_conn *sc, const char *label, struct conn_fields *f)
+{
+	const struct nt_conn *c = &sc->c;
+
+	memset(f, 0, sizeof(*f));
+	f->id = sc->id;
+	f->sent = c->bytes_sent;
+	f->recv = c->bytes_recv;
+	f->scalls = c->send_calls;
+	f->rcalls = c->recv_calls;
+	f->seagain = c->send_eagain;
+	f->reagain = c->recv_eagain;
+	f->eof = c->recv_eof;
+	f->errors = (uint64_t)c->send_err + c->recv_err;
+	f->last_send = c->last_send_ns;
+	f->last_recv = c->last_recv_ns;
+	f->tid = c->tid;
+	f->state = c->state;
+	f->flags = c->flags & NT_CONN_LISTENER;
+	f->retrans = c->retrans;
+	f->syn_retrans = c->syn_retrans;
+	f->resets = c->resets;
+	f->srtt = c->srtt_us;
+	f->cwnd = c->snd_cwnd;
+	f->send_q = c->send_q;
+	f->recv_q = c->recv_q;
+	f->phase = c->nccl_phase;
+	f->pid = sc->pid;
+	f->peer_pid = sc->peer_pid;
+	f->blocked = (int32_t)sc->blocked;
+	f->closed = sc->closed;
+	memcpy(f->saddr, c->t.saddr, sizeof(f->saddr));
+	memcpy(f->daddr, c->t.daddr, sizeof(f->daddr));
+	f->sport = c->t.sport;
+	f->dport = c->t.dport;
+	f->family = c->t.family;
+	/* zeroed above: what follows the name too, as the comparison reads it */
+	if (label)
+		memcpy(f->label, label, strnlen(label, sizeof(f->label) - 1));
+}
+
+struct held_snapshot;
+
+/* a connection's copy: in the block of the held second that made it, shared by those after */
+struct held_conn {
+	struct held_snapshot *owner;
+	struct snap_conn sc;
+	struct conn_fields f;
 };
 
 /* what a snapshot record writes of a process */
@@ -127,10 +187,15 @@ struct held_proc {
 };
 
 struct held_snapshot {
+	/*
+	 * its holder's, and one for each later held second that shares a connection copied
+	 * here; the block is freed at 0
+	 */
+	int refs;
 	uint64_t ts;
 	struct held_proc *procs;
 	int nprocs;
-	struct held_conn *conns;
+	const struct held_conn **conns;
 	int nconns;
 };
 
@@ -140,32 +205,80 @@ static bool conn_written(const struct snap_conn *c, uint64_t last_ns)
 	return !c->closed || c->closed_ns > last_ns;
 }
 
+/* a connection's copy in prev is shared for so long (the ring's span): no block outlives it long */
+static uint64_t share_ns = 60 * NT_NSEC_PER_SEC;
+
+/*
+ * The copy of c in prev (the held second before), if what is written of it is the same and the
+ * copy is not older than the ring's span. *k walks prev's connections, which are in c's order
+ * (the model's, by id): a miss only means a copy.
+ */
+static const struct held_conn *conn_shared(const struct held_snapshot *prev, int *k,
+					   const struct snap_conn *c, const char *label,
+					   uint64_t now)
+{
+	const struct held_conn *hc;
+	struct conn_fields f;
+
+	if (!prev)
+		return NULL;
+	while (*k < prev->nconns && prev->conns[*k]->sc.id < c->id)
+		(*k)++;
+	if (*k >= prev->nconns || (hc = prev->conns[*k])->sc.id != c->id ||
+	    now - hc->owner->ts > share_ns)
+		return NULL;
+	conn_fields(c, label, &f);
+	return memcmp(&f, &hc->f, sizeof(f)) ? NULL : hc;
+}
+
 /*
  * One block (util/block.h): what is copied out of the state each calm second is freed whole a
  * minute later, and a heap cut into many small copies a second slows every other allocation
- * (the state record's JSON took twice as long beside them)
+ * (the state record's JSON took twice as long beside them). A connection the same as in the
+ * held second before is not copied again (most of a calm job's do not move in a second): its
+ * copy there is shared, and that block lives on while it is.
  */
 struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,
-					   uint64_t last_ns, size_t *bytes)
+					   uint64_t last_ns, struct held_snapshot **last,
+					   size_t *bytes)
 {
-	struct held_snapshot *h;
-	size_t size = block_part(sizeof(*h)) + block_part((size_t)snap->nprocs * sizeof(*h->procs));
-	int n = 0;
+	struct held_snapshot *h, *prev = *last;
+	const struct held_conn **shared;
+	size_t size;
+	int n = 0, ncopy = 0, k = 0;
 	char *cur;
 
 	for (int i = 0; i < snap->nconns; i++)
 		n += conn_written(&snap->conns[i], last_ns);
-	size += block_part((size_t)n * sizeof(*h->conns));
+	/* which are shared, found first: the block's size counts only the copies */
+	if (!(shared = calloc(n ? (size_t)n : 1, sizeof(*shared))))
+		return NULL;
+	for (int i = 0, j = 0; i < snap->nconns; i++) {
+		const struct snap_conn *c = &snap->conns[i];
+		const char *l;
+
+		if (!conn_written(c, last_ns))
+			continue;
+		l = ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL;
+		shared[j] = conn_shared(prev, &k, c, l, snap->now_ns);
+		ncopy += !shared[j++];
+	}
+	size = block_part(sizeof(*h)) + block_part((size_t)snap->nprocs * sizeof(*h->procs)) +
+	       block_part((size_t)n * sizeof(*h->conns)) +
+	       (size_t)ncopy * block_part(sizeof(struct held_conn));
 	for (int i = 0; ns && i < snap->nprocs; i++)
 		size += nccl_state__proc_copy_size(ns, snap->procs[i].pid);
-	if (!(cur = malloc(size)))
+	if (!(cur = malloc(size))) {
+		free(shared);
 		return NULL;
+	}
 	h = block_take(&cur, sizeof(*h));
+	h->refs = 1;
 	h->ts = snap->now_ns;
 	h->procs = block_take(&cur, (size_t)snap->nprocs * sizeof(*h->procs));
 	h->nprocs = snap->nprocs;
 	h->conns = block_take(&cur, (size_t)n * sizeof(*h->conns));
-	h->nconns = 0;
+	h->nconns = n;
 	for (int i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
 		struct held_proc *hp = &h->procs[i];
@@ -183,80 +296,51 @@ struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const st
 		/* its NCCL threads, communicators and last collectives */
 		hp->nccl = ns ? nccl_state__proc_copy(ns, p->pid, &cur) : NULL;
 	}
-	for (int i = 0; i < snap->nconns; i++) {
+	for (int i = 0, j = 0; i < snap->nconns; i++) {
 		const struct snap_conn *c = &snap->conns[i];
-		struct held_conn *hc = &h->conns[h->nconns];
-		const char *l;
+		struct held_conn *hc;
 
 		if (!conn_written(c, last_ns))
 			continue;
+		if (shared[j]) {
+			shared[j]->owner->refs++;
+			h->conns[j] = shared[j];
+			j++;
+			continue;
+		}
+		hc = block_take(&cur, sizeof(*hc));
+		hc->owner = h;
 		hc->sc = *c;
-		l = ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL;
-		snprintf(hc->label, sizeof(hc->label), "%s", l ? l : "");
-		h->nconns++;
+		conn_fields(c, ns ? nccl_state__socket_label(ns, c->pid, c->c.ino) : NULL, &hc->f);
+		h->conns[j++] = hc;
 	}
+	free(shared);
+	/* the next held second compares with this one */
+	h->refs++;
+	held_snapshot_free(prev);
+	*last = h;
 	*bytes = size;
 	return h;
 }
 
 void held_snapshot_free(void *p)
 {
-	free(p);
+	struct held_snapshot *h = p;
+
+	if (!h || --h->refs)
+		return;
+	for (int i = 0; i < h->nconns; i++)
+		if (h->conns[i]->owner != h)
+			held_snapshot_free(h->conns[i]->owner);
+	free(h);
 }
 
-/*
- * A connection's identity for the delta frames: a hash over all that record_conn writes of it,
- * its ages as the moments they count from (the same while nothing moves)
- */
+/* a connection's identity for the delta frames: a hash over all that record_conn writes of it */
 static json_t *conn_identity(const struct held_conn *hc)
 {
-	const struct nt_conn *c = &hc->sc.c;
-	struct {
-		uint64_t id, sent, recv, scalls, rcalls, seagain, reagain, eof, errors, last_send,
-			last_recv;
-		uint32_t tid, state, flags, retrans, syn_retrans, resets, srtt, cwnd, send_q,
-			recv_q, phase;
-		int32_t pid, peer_pid, blocked, closed;
-		uint8_t saddr[16], daddr[16];
-		uint16_t sport, dport, family, pad;
-		char label[sizeof(hc->label)];
-	} f;
 	char id[DELTA_ID_LEN];
 
-	memset(&f, 0, sizeof(f));
-	f.id = hc->sc.id;
-	f.sent = c->bytes_sent;
-	f.recv = c->bytes_recv;
-	f.scalls = c->send_calls;
-	f.rcalls = c->recv_calls;
-	f.seagain = c->send_eagain;
-	f.reagain = c->recv_eagain;
-	f.eof = c->recv_eof;
-	f.errors = (uint64_t)c->send_err + c->recv_err;
-	f.last_send = c->last_send_ns;
-	f.last_recv = c->last_recv_ns;
-	f.tid = c->tid;
-	f.state = c->state;
-	f.flags = c->flags & NT_CONN_LISTENER;
-	f.retrans = c->retrans;
-	f.syn_retrans = c->syn_retrans;
-	f.resets = c->resets;
-	f.srtt = c->srtt_us;
-	f.cwnd = c->snd_cwnd;
-	f.send_q = c->send_q;
-	f.recv_q = c->recv_q;
-	f.phase = c->nccl_phase;
-	f.pid = hc->sc.pid;
-	f.peer_pid = hc->sc.peer_pid;
-	f.blocked = (int32_t)hc->sc.blocked;
-	f.closed = hc->sc.closed;
-	memcpy(f.saddr, c->t.saddr, sizeof(f.saddr));
-	memcpy(f.daddr, c->t.daddr, sizeof(f.daddr));
-	f.sport = c->t.sport;
-	f.dport = c->t.dport;
-	f.family = c->t.family;
-	strncpy(f.label, hc->label, sizeof(f.label));
-	delta_id(&f, sizeof(f), id);
+	delta_id(&hc->f, sizeof(hc->f), id);
 	return json_string(id);
 }
 
@@ -288,8 +372,8 @@ json_t *record_snapshot_held(const struct held_snapshot *h)
 	}
 
 	for (int i = 0; i < h->nconns; i++) {
-		const struct held_conn *hc = &h->conns[i];
-		json_t *o = record_conn(&hc->sc, h->ts, hc->label[0] ? hc->label : NULL);
+		const struct held_conn *hc = h->conns[i];
+		json_t *o = record_conn(&hc->sc, h->ts, hc->f.label[0] ? hc->f.label : NULL);
 
 		json_object_set_new(o, DELTA_ID, conn_identity(hc));
 		json_array_append_new(conns, o);
@@ -529,6 +613,7 @@ void record_rate_scale(unsigned ring_s)
 	keep_every_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC / 2;
 	calm_after_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC;
 	after_change_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC / 2;
+	share_ns = (uint64_t)ring_s * NT_NSEC_PER_SEC;
 }
 
 bool record_snapshot_busy(uint64_t now, uint64_t start_ns, uint64_t last_change_ns, bool busy)

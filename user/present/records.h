@@ -76,16 +76,20 @@ bool snapshot_in_setup(const struct snapshot *s);
  * what NCCL's state holds of it: threads, communicators, last collectives), and the connections
  * open or closed since last_ns (their figures, NCCL's name for each); ns may be NULL. A calm
  * second waits in the dump's ring so, and most are dropped there without ever becoming JSON.
- * bytes: about what it holds of memory. NULL: out of memory.
+ * *last: the one held before (NULL: none), whose copy of a connection the new one shares where
+ * nothing written of it changed; replaced by the new one (held_snapshot_free(*last) at the end).
+ * bytes: about what it holds of memory. NULL: out of memory (*last unchanged).
  */
 struct held_snapshot;
 struct held_snapshot *record_snapshot_hold(const struct snapshot *snap, const struct nccl_state *ns,
-					   uint64_t last_ns, size_t *bytes);
+					   uint64_t last_ns, struct held_snapshot **last,
+					   size_t *bytes);
 /*
  * Its record (h stays the caller's). Each connection carries its identity for the dump's delta
  * frames (dumpdelta.h DELTA_ID), from its figures: no connection's JSON is compared as text.
  */
 json_t *record_snapshot_held(const struct held_snapshot *h);
+/* h released (NULL: nothing); its memory freed once no later held second shares it */
 void held_snapshot_free(void *h);
 /*
  * Is a state record due, the last written at last_ns (0: none)? Every second while something

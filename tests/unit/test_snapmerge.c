@@ -268,7 +268,7 @@ static void test_jobview(void **state)
 	host_init(&b, 1);
 	assert_int_equal(jobview_init(&v, 2), 0);
 	m = snapmerge(in, 2);
-	jobview_step(&v, m, 1000);
+	jobview_step(&v, m, 1000, 0);
 	open = jobview_open_findings(&v);
 	assert_int_equal(json_array_size(open), 1);
 	f0 = json_array_get(open, 0);
@@ -283,6 +283,80 @@ static void test_jobview(void **state)
 	json_decref(open);
 	snapstore_free(m);
 	jobview_free(&v);
+}
+
+/*
+ * The two hosts at now: rank 2 asleep (the others wait on it), or all moving (quiet): every
+ * connection's progress a tenth of a second before now, nobody spinning
+ */
+static struct snapstore *merged_at(struct host *a, struct host *b, uint64_t now, bool quiet)
+{
+	struct host *h[2] = {a, b};
+	struct snapmerge_in in[2] = {{&a->s, "host-a"}, {&b->s, "host-b"}};
+
+	for (int k = 0; k < 2; k++) {
+		host_init(h[k], k);
+		h[k]->s.now_ns = now;
+		for (int i = 0; i < h[k]->s.nconns; i++) {
+			struct nt_conn *c = &h[k]->conns[i].c;
+
+			c->first_ns += now - NOW;
+			c->last_send_ns = c->last_recv_ns = c->last_send_try_ns =
+				c->last_recv_try_ns =
+					quiet ? now - SEC / 10 : c->last_send_ns + (now - NOW);
+			if (quiet)
+				c->recv_eagain = c->last_eagain_ns = 0;
+			else if (c->last_eagain_ns)
+				c->last_eagain_ns += now - NOW;
+		}
+		for (int i = 0; quiet && i < h[k]->s.nprocs; i++) {
+			h[k]->procs[i].state = 'R';
+			h[k]->procs[i].where[0] = '\0';
+		}
+	}
+	return snapmerge(in, 2);
+}
+
+/* the findings a job view opened over steps at NOW + i s: quiet[i], stale by stale_s[i] */
+static size_t opened(const bool *quiet, const int *stale_s, int n)
+{
+	struct host a, b;
+	struct jobview v;
+	size_t k;
+
+	assert_int_equal(jobview_init(&v, 2), 0);
+	for (int i = 0; i < n; i++) {
+		struct snapstore *m = merged_at(&a, &b, NOW + (uint64_t)i * SEC, quiet[i]);
+
+		assert_non_null(m);
+		jobview_step(&v, m, 0, (uint64_t)stale_s[i] * SEC);
+		snapstore_free(m);
+	}
+	k = json_array_size(v.latest);
+	jobview_free(&v);
+	return k;
+}
+
+/*
+ * A merged report steps through states taken as of each second, a host's up to the seconds
+ * since its last state record, its ages short by as much: a stall that read below the
+ * threshold in a step whose states were 2 s old (a tick that slipped) is still one finding;
+ * where they were fresh, the second's absence closes it and its return is a second finding
+ */
+static void test_jobview_stale(void **state)
+{
+	const bool quiet[4] = {false, true, true, false};
+	const int slipped[4] = {0, 2, 2, 0}, fresh[4] = {0};
+	struct host a, b;
+	static struct finding f[8];
+	struct snapstore *m = merged_at(&a, &b, NOW + SEC, true);
+
+	(void)state;
+	/* quiet: nothing to find */
+	assert_int_equal(diagnose(&m->s, &cfg, f, 8), 0);
+	snapstore_free(m);
+	assert_int_equal(opened(quiet, slipped, 4), 1);
+	assert_int_equal(opened(quiet, fresh, 4), 2);
 }
 
 /* a state record each second while something may be wrong, each 30 s while all moves */
@@ -392,9 +466,13 @@ static void test_skew(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip_shift),	  cmocka_unit_test(test_clamp_later_times),
-		cmocka_unit_test(test_merge_joins_hosts), cmocka_unit_test(test_jobview),
-		cmocka_unit_test(test_state_due),	  cmocka_unit_test(test_skew),
+		cmocka_unit_test(test_roundtrip_shift),
+		cmocka_unit_test(test_clamp_later_times),
+		cmocka_unit_test(test_merge_joins_hosts),
+		cmocka_unit_test(test_jobview),
+		cmocka_unit_test(test_jobview_stale),
+		cmocka_unit_test(test_state_due),
+		cmocka_unit_test(test_skew),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,7 +155,7 @@ void watch_absorb(struct watch *w)
 	snapstore_free(w->merged);
 	w->merged = snapmerge(in, k);
 	if (w->merged)
-		jobview_step(&w->v, w->merged, w->ref_b2r);
+		jobview_step(&w->v, w->merged, w->ref_b2r, 0);
 }
 
 void watch_free(struct watch *w)

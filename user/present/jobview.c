@@ -64,10 +64,12 @@ static void on_finding(void *ctx, enum finding_event ev, const struct tracked_fi
 	json_array_append_new(v->latest, rec);
 }
 
-void jobview_step(struct jobview *v, const struct snapstore *m, int64_t realtime_off)
+void jobview_step(struct jobview *v, const struct snapstore *m, int64_t realtime_off,
+		  uint64_t stale_ns)
 {
 	int n;
 
+	v->fs.close_after_ns = NT_NSEC_PER_SEC + stale_ns;
 	v->snap = &m->s;
 	v->realtime_off = realtime_off;
 	n = diagnose(&m->s, &v->cfg, v->found, JOBVIEW_MAX_FINDINGS);

@@ -27,8 +27,14 @@ struct jobview {
 
 int jobview_init(struct jobview *v, double stall_threshold_s);
 void jobview_free(struct jobview *v);
-/* Diagnose m (at m->s.now_ns); realtime_off: what turns its clock into CLOCK_REALTIME. */
-void jobview_step(struct jobview *v, const struct snapstore *m, int64_t realtime_off);
+/*
+ * Diagnose m (at m->s.now_ns); realtime_off: what turns its clock into CLOCK_REALTIME.
+ * stale_ns: how old the oldest host's state merged into m is at its now (0: all fresh). A
+ * finding absent from m closes once absent 1 s more than that: a state taken as of a later
+ * time reads its ages short by as much, and a host whose tick slipped is no sign the wait ended.
+ */
+void jobview_step(struct jobview *v, const struct snapstore *m, int64_t realtime_off,
+		  uint64_t stale_ns);
 /* The end: every finding still open closes at now. */
 void jobview_close(struct jobview *v, const struct snapstore *m, uint64_t now);
 /* The findings open after the last step, as the report's findings (a new array). */

@@ -60,9 +60,9 @@ static void place_one(json_t *e, void *ctx)
 	if (json_is_number(ts) && ph && strcmp(ph, "M"))
 		json_object_set_new(e, "ts", json_real(json_number_value(ts) + p->off_us));
 	if (json_is_integer(pid) && json_integer_value(pid) >= 100000)
-		json_object_set_new(e, "pid",
-				    json_integer(json_integer_value(pid) +
-						 (json_int_t)p->i * HOST_PID_STRIDE));
+		json_object_set_new(
+			e, "pid",
+			json_integer(json_integer_value(pid) + (json_int_t)p->i * HOST_PID_STRIDE));
 	if (ph && !strcmp(ph, "M") && name && !strcmp(name, "process_name")) {
 		json_t *args = json_object_get(e, "args");
 		char buf[256];

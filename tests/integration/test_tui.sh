@@ -34,6 +34,12 @@ D=$TMP/tui.jsonl
 LOG=$TMP/tui.log
 t new-session -d -s nt -x 120 -y 36 \
 	"TERM=xterm-256color $NT run -t $THRESH --fixed-threshold --dump $D -- $RJ --ranks 4 --duration 60 --stall-rank 1 --stall-after 2 --stall-for 50; echo NT_EXIT=\$?; sleep 120"
+# the server stays when a part below kills its session, and the ranks are killed by their own
+# command line (ranks_running's), not the server's, which names the job too: else the next
+# part's new-session could reach the server while it exits ("server exited unexpectedly", the
+# part's checks failed, twice beside three scripts)
+t set -s exit-empty off
+kill_ranks() { own_pkill "^$RJ "; }
 check dashboard_up "no dashboard: $(screen | head -3)" -- wait_for 10 screen_has "Ranks (4)"
 check header "header: $(screen | head -1)" -- wait_for 5 screen_has "ranks 4/4"
 check log_file "the job's output did not go to $LOG" -- wait_for 10 grep -q "STALL rank 1" "$LOG"
@@ -107,7 +113,7 @@ check detach_exit "nccltrace did not end on q, n: $(screen | tail -3)" -- wait_f
 check detach_job_runs "the job stopped with the tracer" -- ranks_running
 check detach_said "not told the job goes on" -- screen_has "stopped tracing; the job (pid"
 check detach_restored "still in the alternate screen" -- test "$(t display -p -t nt '#{alternate_on}')" = 0
-kill_leftovers
+kill_ranks
 t kill-session -t nt
 
 # --- SIGTERM to nccltrace: forwarded to the job, the terminal given back ---
@@ -162,7 +168,7 @@ check sigkill_restored "still in the alternate screen" -- \
 check sigkill_modes "terminal modes after the kill: $(screen | grep TTY_MODES)" -- \
 	wait_for 6 screen_has "icanon echo TTY_MODES"
 check sigkill_watcher_gone "the watcher outlived its work" -- wait_for 3 no_watcher_here
-kill_leftovers
+kill_ranks
 t kill-session -t nt
 
 # --- --no-tui, and a terminal curses cannot drive: plain output, no log file ---

@@ -365,6 +365,8 @@ void session_tick(struct session *s, bool force_snapshot)
 					     s->stats[NT_STAT_SUPP_NCCL];
 	}
 	nccl_snapshot(s, now);
+	/* read until the next tick, between whose records NCCL's tables move */
+	snapshot_own(&s->snap, &s->snap_own);
 	session_gpu_tick(s, now);
 	/*
 	 * the phase stacks (BPF) and the ranks' memory were read after now: no time of theirs is
@@ -873,6 +875,7 @@ void session_close(struct session *s)
 	rhythms_free(&s->rhythms);
 	free(s->found);
 	stackwatch_free(s->stackw);
+	snap_owned_free(&s->snap_own);
 	gpuwatch_close(s->gpu);
 	sockseeds_free(&s->seeds);
 	model__free(s->model);

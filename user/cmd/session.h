@@ -62,7 +62,8 @@ struct session {
 	uint64_t dump_cpu_ns;		 /* the tracer's CPU on the dump's frames (sessiondump.c) */
 	struct held_snapshot *last_held; /* the last second held, shared from (records.h) */
 	uint64_t nfindings;
-	struct snapshot snap; /* the latest, for the finding callback */
+	struct snapshot snap;	    /* the latest, for the finding callback */
+	struct snap_owned snap_own; /* what snap owns until the next tick (snapshot_own) */
 	/* the dashboard, when stdout is a terminal */
 	struct tui *tui;
 	struct dashboard *dash;

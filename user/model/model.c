@@ -44,6 +44,12 @@ struct model {
 	uint32_t walk; /* the current or last walk of the conns map (snap_conn.walk) */
 	bool walking;
 	struct snap_proc *snap_procs;
+	/*
+	 * the snapshot's own copy of conns: events between two ticks insert into conns (moving
+	 * what follows) and grow it, while the last snapshot is still read (/state, the dashboard)
+	 */
+	struct snap_conn *snap_conns;
+	int cap_snap_conns;
 };
 
 struct model *model__new(void)
@@ -72,6 +78,7 @@ void model__free(struct model *m)
 	free(m->procs);
 	free(m->conns);
 	free(m->snap_procs);
+	free(m->snap_conns);
 	free(m);
 }
 
@@ -519,8 +526,20 @@ void model__snapshot(struct model *m, uint64_t now, struct snapshot *out)
 		out->nprocs = m->nprocs;
 	}
 	out->procs = m->snap_procs;
-	out->conns = m->conns;
-	out->nconns = m->nconns;
+	out->nconns = 0;
+	if (m->nconns > m->cap_snap_conns) {
+		struct snap_conn *sc = realloc(m->snap_conns, m->nconns * sizeof(*sc));
+
+		if (sc) {
+			m->snap_conns = sc;
+			m->cap_snap_conns = m->nconns;
+		}
+	}
+	if (m->nconns <= m->cap_snap_conns) {
+		memcpy(m->snap_conns, m->conns, m->nconns * sizeof(*m->conns));
+		out->nconns = m->nconns;
+	}
+	out->conns = m->snap_conns;
 }
 
 const struct model_proc_info *model__proc_info(const struct model *m, int pid)

@@ -392,6 +392,29 @@ void snapshot_clamp(struct snapshot *s);
  */
 void snapshot_clamp_procs(struct snapshot *s);
 
+/*
+ * What a snapshot points to, and who keeps it alive until the next tick's snapshot replaces it.
+ * A tracer's loop reads the last snapshot between ticks (/state, /metrics, the dashboard's
+ * keys) while ring-buffer records change the tracer's tables: so whatever those records
+ * change is copied into the snapshot's own block at the tick (snapshot_own): the processes'
+ * NCCL settings, retry address, warnings, verbs (ib_err, ib) and host, the connections'
+ * labels. The processes and connections are the model's copies, made at the tick
+ * (model__snapshot). The rest is changed at the tick alone and kept until the next: the
+ * stacks and Python stacks (cmd/stackwatch.c), the GPU (cmd/gpuwatch.c), NCCL's log
+ * (nccl/nccllogs.c, its per-process block never moves), the communicators (nccl_state__comms).
+ */
+struct snap_owned {
+	void *block;
+	size_t bytes;
+};
+
+/*
+ * Copies what s points to that records change between ticks into a new block and points s at
+ * it; o's last block is freed. 0, or -ENOMEM with those pointers of s set to NULL.
+ */
+int snapshot_own(struct snapshot *s, struct snap_owned *o);
+void snap_owned_free(struct snap_owned *o);
+
 /* The index of s (s->ix is not set: the caller points a copy at it). 0 or -ENOMEM. */
 int snapshot_index(const struct snapshot *s, struct snap_index *ix);
 void snapshot_index_free(struct snap_index *ix);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # nccltrace run: exit status, errors, dump contents of a healthy job, signal forwarding.
-# checks: 27
+# checks: 29
 . "$(dirname "$0")/lib.sh"
 
 need_bpf run || end_checks
@@ -34,6 +34,22 @@ check env_recorded "RINGJOB/WORLD_SIZE env not in rank records" -- \
 	jq_ok 'select(.type=="rank" and .rank==0) | .env.WORLD_SIZE=="4"' "$D"
 check state_events "no conn_state events" -- \
 	jq_ok 'select(.type=="conn_state" and .new=="ESTABLISHED")' "$D"
+
+# --- default dump names: four runs in one directory, in one second or two, four dumps ---
+mkdir -p "$TMP/names"
+names_rc=""
+for i in 1 2 3 4; do
+	(cd "$TMP/names" && "$NT" run --no-tui -- true 2>>"$TMP/names.err")
+	names_rc+="$? "
+done
+ndumps=$(find "$TMP/names" -maxdepth 1 -name 'nccltrace-*.jsonl' | wc -l)
+check default_names_unique "exits $names_rc, $ndumps dumps: $(ls "$TMP/names" | tr '\n' ' ') $(grep -m1 'cannot create' "$TMP/names.err")" -- \
+	test "$names_rc" = "0 0 0 0 " -a "$ndumps" -eq 4
+# a name the user gave that exists is still refused, the job not started
+err=$("$NT" run --dump "$TMP/x0.jsonl" -- true 2>&1 && "$NT" run --dump "$TMP/x0.jsonl" -- touch "$TMP/x0.ran" 2>&1)
+rc=$?
+check given_name_refused "exit $rc ($err)" -- \
+	test $rc -eq 73 -a ! -e "$TMP/x0.ran" -a -n "$(contains "$err" 'never overwritten' && echo y)"
 
 # --- exit status passthrough ---
 "$NT" run --dump "$TMP/x1.jsonl" -- sh -c 'exit 7' 2>/dev/null

@@ -431,15 +431,20 @@ static void test_default_name(void **state)
 	(void)state;
 	setenv("TZ", "UTC", 1);
 	tzset();
-	dump_default_name(buf, sizeof(buf), "node7", "", 1795955696);
+	dump_default_name(buf, sizeof(buf), "node7", "", 1795955696, 1);
 	assert_string_equal(buf, "nccltrace-node7-20261129-123456.jsonl");
-	dump_default_name(buf, sizeof(buf), "h", NULL, 0);
+	dump_default_name(buf, sizeof(buf), "h", NULL, 0, 0);
 	assert_string_equal(buf, "nccltrace-h-19700101-000000.jsonl");
 	/* one job's dumps, one per host, found together by its id */
-	dump_default_name(buf, sizeof(buf), "node7", "slurm-4242", 0);
+	dump_default_name(buf, sizeof(buf), "node7", "slurm-4242", 0, 1);
 	assert_string_equal(buf, "nccltrace-node7-slurm-4242-19700101-000000.jsonl");
+	/* the next name where that one exists (two runs in one second) */
+	dump_default_name(buf, sizeof(buf), "node7", "slurm-4242", 0, 2);
+	assert_string_equal(buf, "nccltrace-node7-slurm-4242-19700101-000000-2.jsonl");
+	dump_default_name(buf, sizeof(buf), "h", "", 0, 17);
+	assert_string_equal(buf, "nccltrace-h-19700101-000000-17.jsonl");
 	/* a short buffer is cut, still terminated */
-	dump_default_name(buf, 12, "node7", "", 0);
+	dump_default_name(buf, 12, "node7", "", 0, 1);
 	assert_string_equal(buf, "nccltrace-n");
 	if (saved) {
 		setenv("TZ", saved, 1);

@@ -43,12 +43,13 @@
  * never let the threshold below 2 s. The trace starts fast, so that a fast job's rhythm is
  * learned finely from its first steps, and slows after FAST_FIRST_NS if nothing is that fast.
  */
-#define FAST_TICK_NS   (100 * 1000000ULL)
-#define FAST_GAP_NS    (500 * 1000000ULL)
-#define FAST_FIRST_NS  (10 * NT_NSEC_PER_SEC)
-#define SWEEP_EVERY_NS (10 * NT_NSEC_PER_SEC) /* rhythms of what has gone, dropped */
-#define DRAW_EVERY_NS  (500 * 1000000ULL)     /* the dashboard at 2 Hz */
-#define MAX_FINDINGS   64
+#define FAST_TICK_NS	(100 * 1000000ULL)
+#define FAST_GAP_NS	(500 * 1000000ULL)
+#define FAST_FIRST_NS	(10 * NT_NSEC_PER_SEC)
+#define SWEEP_EVERY_NS	(10 * NT_NSEC_PER_SEC) /* rhythms of what has gone, dropped */
+#define DRAW_EVERY_NS	(500 * 1000000ULL)     /* the dashboard at 2 Hz */
+#define MAX_FINDINGS	64
+#define DUMP_NAME_TRIES 1000 /* default dump names tried in one second (seq 1..N) */
 /* quiet mode: every communicator moving for 2 s; back on after 0.5 s without a collective */
 #define QUIET_HOLD_NS	(2 * NT_NSEC_PER_SEC)
 #define QUIET_RECENT_NS (NT_NSEC_PER_SEC / 2)
@@ -799,16 +800,22 @@ int session_open(struct session *s, const struct launch_creds *cr)
 	rc = open_tracer(s);
 	if (rc)
 		return rc;
-	if (s->opts.dump_path)
+	if (s->opts.dump_path) {
 		snprintf(path, sizeof(path), "%s", s->opts.dump_path);
-	else {
+		rc = dump__create(path, cr->drop, cr->uid, cr->gid, &s->dump);
+	} else {
 		char job[64];
+		time_t t0 = time(NULL);
 
 		dump_job_id(job, sizeof(job), getenv("SLURM_JOB_ID"), getenv("TORCHELASTIC_RUN_ID"),
 			    s->opts.cmd, s->opts.ncmd);
-		dump_default_name(path, sizeof(path), s->host, job, time(NULL));
+		/* a name of its own: runs in the same second and directory count up (O_EXCL) */
+		rc = -EEXIST;
+		for (int seq = 1; rc == -EEXIST && seq <= DUMP_NAME_TRIES; seq++) {
+			dump_default_name(path, sizeof(path), s->host, job, t0, seq);
+			rc = dump__create(path, cr->drop, cr->uid, cr->gid, &s->dump);
+		}
 	}
-	rc = dump__create(path, cr->drop, cr->uid, cr->gid, &s->dump);
 	if (rc) {
 		fprintf(stderr, "nccltrace: cannot create trace dump %s: %s%s\n", path,
 			strerror(-rc),

@@ -132,6 +132,9 @@ void watch_absorb(struct watch *w)
 		if (now[i] > newest)
 			newest = now[i];
 	}
+	/* the merged view points into the hosts' stores (snapmerge copies no string): both go */
+	snapstore_free(w->merged);
+	w->merged = NULL;
 	for (int i = 0; i < w->n; i++) {
 		/* a tracer that does not answer is out of the picture, not frozen in it */
 		snapstore_free(w->cur[i]);
@@ -152,7 +155,6 @@ void watch_absorb(struct watch *w)
 	}
 	if (!k)
 		return;
-	snapstore_free(w->merged);
 	w->merged = snapmerge(in, k);
 	if (w->merged)
 		jobview_step(&w->v, w->merged, w->ref_b2r, 0);

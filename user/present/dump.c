@@ -374,15 +374,18 @@ void dump__close(struct dump *d)
 	free(d);
 }
 
-void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now)
+void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now,
+		       int seq)
 {
 	struct tm tm;
-	char ts[32];
+	char ts[32], n[16] = "";
 
 	localtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y%m%d-%H%M%S", &tm);
-	snprintf(buf, len, "nccltrace-%s%s%s-%s.jsonl", host, job && *job ? "-" : "",
-		 job ? job : "", ts);
+	if (seq > 1)
+		snprintf(n, sizeof(n), "-%d", seq);
+	snprintf(buf, len, "nccltrace-%s%s%s-%s%s.jsonl", host, job && *job ? "-" : "",
+		 job ? job : "", ts, n);
 }
 
 /* the dump whose cut last record was told of: report and html read a dump more than once */

@@ -90,8 +90,13 @@ json_t *dump__budget_json(const struct dump *d);
 /* the held frames written (dump__release), then the file closed */
 void dump__close(struct dump *d);
 
-/* "nccltrace-HOST-YYYYmmdd-HHMMSS.jsonl", "nccltrace-HOST-JOB-YYYYmmdd-HHMMSS.jsonl" (job not "") */
-void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now);
+/*
+ * "nccltrace-HOST-YYYYmmdd-HHMMSS.jsonl", "nccltrace-HOST-JOB-YYYYmmdd-HHMMSS.jsonl" (job not "");
+ * seq > 1 adds "-SEQ" before ".jsonl": the next name to try where that one exists (two runs in
+ * one second, in one directory)
+ */
+void dump_default_name(char *buf, size_t len, const char *host, const char *job, time_t now,
+		       int seq);
 /*
  * The job a dump belongs to, so that one job's dumps (one per host) are found together:
  * "slurm-SLURM_JOB_ID", else "run-TORCHELASTIC_RUN_ID", else "run-ID" of the command's

@@ -14,6 +14,9 @@
 #include "cmd/listen.h"
 #include "util/exits.h"
 
+#define LISTEN_IDLE_S	 3U  /* an idle connection closed after this */
+#define LISTEN_MAX_CONNS 64U /* connections at once; more are closed unanswered */
+
 struct listener {
 #ifndef NT_STATIC
 	struct MHD_Daemon *d;
@@ -176,11 +179,17 @@ int listener__open(struct listener **out, const char *spec, const char *token_fi
 	}
 	l->page = page;
 	l->ctx = ctx;
-	/* external epoll: served from the session's loop, in its thread */
+	/*
+	 * external epoll: served from the session's loop, in its thread. An idle connection goes
+	 * after 3 s: libmicrohttpd's epoll is edge-triggered, and a client that sends part of a
+	 * request and its FIN at once (a scanner, a broken client) leaves a connection it never
+	 * reads to the end, so never closes, until this timeout; 64 such would shut every poller
+	 * out for that long (tests/fuzz/fuzz_http.c found it)
+	 */
 	l->d = MHD_start_daemon(MHD_USE_EPOLL | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0), 0,
 				NULL, NULL, on_request, l, MHD_OPTION_SOCK_ADDR, &ss,
-				MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_CONNECTION_LIMIT,
-				64U, MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_TIMEOUT, LISTEN_IDLE_S,
+				MHD_OPTION_CONNECTION_LIMIT, LISTEN_MAX_CONNS, MHD_OPTION_END);
 	if (!l->d) {
 		snprintf(err, errlen,
 			 "--listen %s: cannot listen there (in use, or not an address "

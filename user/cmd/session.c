@@ -470,6 +470,21 @@ void session_footer(struct session *s, int exit_status)
 	if (f && !getrusage(RUSAGE_SELF, &ru))
 		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
 				    json_integer(ru.ru_maxrss));
+	/* the tick's timing, and what serving pages took of the loop (docs/reliability.md) */
+	if (f) {
+		json_t *t = json_object_get(f, "totals");
+
+		json_object_set_new(t, "ticks", json_integer((json_int_t)s->timer_ticks));
+		json_object_set_new(t, "ticks_late", json_integer((json_int_t)s->timer_late));
+		json_object_set_new(t, "tick_gap_max_ms",
+				    json_real((double)s->timer_gap_max_ns / 1e6));
+		if (s->listen) {
+			json_object_set_new(t, "pages", json_integer((json_int_t)s->pages));
+			json_object_set_new(t, "page_s", json_real((double)s->page_ns / 1e9));
+			json_object_set_new(t, "page_max_ms",
+					    json_real((double)s->page_max_ns / 1e6));
+		}
+	}
 	if (f && gpuwatch_helper_cpu_s(s->gpu) >= 0) /* NVML's calls, in a process of its own */
 		json_object_set_new(json_object_get(f, "totals"), "nvml_helper_cpu_s",
 				    json_real(gpuwatch_helper_cpu_s(s->gpu)));
@@ -568,6 +583,19 @@ static void on_loaded(void *ctx, int pid, const char *path)
 	nccl_attach__loaded(s->nccl, pid, path);
 }
 
+/* a timer tick taken: how late after the one before (the footer's tick figures) */
+static void timer_seen(struct session *s)
+{
+	uint64_t now = clock_mono_ns(), gap = s->timer_last_ns ? now - s->timer_last_ns : 0;
+
+	s->timer_ticks++;
+	if (gap > s->tick_ns + s->tick_ns / 2)
+		s->timer_late++;
+	if (gap > s->timer_gap_max_ns)
+		s->timer_gap_max_ns = gap;
+	s->timer_last_ns = now;
+}
+
 void session_loop(struct session *s)
 {
 	int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -610,8 +638,10 @@ void session_loop(struct session *s)
 			if (fd == s->tfd) {
 				uint64_t exp;
 
-				if (read(s->tfd, &exp, sizeof(exp)) > 0)
+				if (read(s->tfd, &exp, sizeof(exp)) > 0) {
+					timer_seen(s);
 					session_tick(s, false);
+				}
 			} else if (fd == s->sfd) {
 				on_signal(s);
 			} else if (s->tui && fd == tui__input_fd(s->tui)) {
@@ -867,6 +897,7 @@ void session_close(struct session *s)
 {
 	livetui_stop(s);
 	listener__close(s->listen);
+	session_listen_free(s);
 	audit_sock__close(s->audit);
 	if (s->sfd >= 0)
 		close(s->sfd);

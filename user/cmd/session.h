@@ -76,6 +76,18 @@ struct session {
 	struct quiet quiet;	/* quiet mode: the per-call TCP hooks off while NCCL moves */
 	struct rhythms rhythms; /* the job's rhythm, for the adaptive threshold */
 	uint64_t tick_ns;	/* the tick now: 100 ms while a rhythm is that fast, else 200 */
+	/*
+	 * the timer's ticks as the loop took them, for the footer: how many, those that came
+	 * over 1.5 periods after the one before (the loop was busy elsewhere), the longest gap;
+	 * and the pages served (--listen) with the time spent making them
+	 */
+	uint64_t timer_last_ns, timer_ticks, timer_late, timer_gap_max_ns;
+	uint64_t pages, page_ns, page_max_ns; /* pages made (not answers: see page_cache) */
+	struct page_cache {
+		char *body; /* made from the snapshot of snap_ns, job_over as it was then */
+		uint64_t snap_ns;
+		bool job_over;
+	} page[2]; /* /state, /metrics */
 	uint64_t last_sweep_ns;
 	bool snapshot_now;	 /* a finding opened: a full snapshot record at this tick */
 	uint64_t tcp_resumed_ns; /* when they last came back on */
@@ -161,6 +173,8 @@ void session_conn_update(struct session *s, uint64_t sk, const struct nt_conn *c
 void session_seeds_tick(struct session *s, uint64_t now);
 /* sessionlisten.c: --listen's pages; 0 (also when it is off) or an exit status, said why */
 int session_listen_open(struct session *s);
+/* the pages kept for the answers until the next tick, freed */
+void session_listen_free(struct session *s);
 
 /* sessionlog.c: NCCL's own log as an evidence source */
 /* Turn it on for the job (from job_env()), where the job sets none of its own. */

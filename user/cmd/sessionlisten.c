@@ -49,19 +49,42 @@ static char *state_page(struct session *s)
 	return body;
 }
 
+/*
+ * A page is made once for each snapshot (each tick) and copied for every answer until the
+ * next: a hundred clients cost the loop what one does, and its tick stays on time.
+ */
 static char *page(void *ctx, const char *url, const char **type)
 {
 	struct session *s = ctx;
+	struct page_cache *pc;
+	uint64_t t0, took;
+	bool metrics = !strcmp(url, "/metrics");
 
-	if (!strcmp(url, "/metrics")) {
-		*type = "text/plain; version=0.0.4; charset=utf-8";
-		return metrics_text(&s->snap, &s->findings, s->host);
+	if (!metrics && strcmp(url, "/state"))
+		return NULL;
+	*type = metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
+	pc = &s->page[metrics];
+	if (pc->body && pc->snap_ns == s->snap.now_ns && pc->job_over == s->job_exited)
+		return strdup(pc->body);
+	t0 = clock_mono_ns();
+	free(pc->body);
+	pc->body = metrics ? metrics_text(&s->snap, &s->findings, s->host) : state_page(s);
+	pc->snap_ns = s->snap.now_ns;
+	pc->job_over = s->job_exited;
+	took = clock_mono_ns() - t0;
+	s->pages++;
+	s->page_ns += took;
+	if (took > s->page_max_ns)
+		s->page_max_ns = took;
+	return pc->body ? strdup(pc->body) : NULL;
+}
+
+void session_listen_free(struct session *s)
+{
+	for (size_t i = 0; i < sizeof(s->page) / sizeof(s->page[0]); i++) {
+		free(s->page[i].body);
+		s->page[i].body = NULL;
 	}
-	if (!strcmp(url, "/state")) {
-		*type = "application/json";
-		return state_page(s);
-	}
-	return NULL;
 }
 
 int session_listen_open(struct session *s)

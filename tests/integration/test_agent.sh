@@ -9,11 +9,12 @@
 # the culprit, and without --job says which jobs there are; each job gets its dump (0640,
 # named by host and job), the oldest dump of the directory is evicted past --max-dump-bytes and
 # the eviction logged; a finished job's tracer leaves no BPF program or link; four short jobs in a
-# row (two hung): four dumps, no link left; SIGKILL of the agent while it traces two jobs: they
+# row (two hung): four dumps, no link left; polled as hard as one client can while the hung job
+# runs (tests/fixtures/pollstorm.c, its first 5 s), no job tracer dies and every page is whole; SIGKILL of the agent while it traces two jobs: they
 # run to their ends unharmed, their tracers gone; SIGTERM: 0.
 # Usage errors and non-root: one line, 64 and 77.
 # lane: alone (the agent traces every NCCL job of the machine: other scripts' too)
-# checks: 21
+# checks: 22
 . "$(dirname "$0")/lib.sh"
 
 NJ=$ROOT/build/nccljob
@@ -54,6 +55,11 @@ wait_for 10 grep -qs "watching" "$TMP/agent.log"
 HUNG=$!
 (cd "$TMP" && exec "$NJ" --ranks 2 --iters 400 >"$TMP/healthy.out" 2>&1) &
 HEALTHY=$!
+# the agent's /state and /metrics polled as hard as one client can for the first 5 s of the
+# hung job: its job tracers, which answer each fetch, died of it (issue 49)
+sleep 5 &
+"$ROOT/build/pollstorm" "$PORT" $! >"$TMP/storm.out" 2>&1 &
+STORM=$!
 # /state as the fault goes on: the first answer naming rank 1, and when
 found_ns=
 for _ in $(seq 1 120); do
@@ -66,6 +72,9 @@ for _ in $(seq 1 120); do
 done
 fault_ns=$(marker_ns "$TMP/hung.out")
 [ -n "$fault_ns" ] && [ -n "$found_ns" ] && echo "# /state named rank 1 $(( (found_ns - fault_ns) / 1000000 )) ms after the fault (want <= $(( (THRESH + 2) * 1000 )))"
+wait $STORM
+check agent_polled "$(cat "$TMP/storm.out"); $(grep -m2 -E 'killed by signal|segfault' "$TMP/agent.log")" -- \
+	bash -c '! grep -qE "killed by signal" "$1" && grep -qE "state_ok [1-9][0-9]+ .* bad_body 0 " "$2"' _ "$TMP/agent.log" "$TMP/storm.out"
 tracers=$(jq -r '[.jobs[].tracer] | join(" ")' <<<"$st" 2>/dev/null)
 ids=$(for t in $tracers; do held_ids "$t"; done)
 check state_culprit "fault at ${fault_ns:-none}, /state named rank 1 at ${found_ns:-never}: $(jq -c '[.jobs[] | {rule, id, findings: [.state.findings[]? | {kind, rank, pid}]}]' <<<"$st" 2>&1 | head -c 500)" -- \

@@ -632,6 +632,7 @@ int agent_main(int argc, char **argv)
 	close(sfd);
 	mmapwatch_close(a.mw);
 	listener__close(a.l);
+	agent_pages_free(&a);
 	free(a.j);
 	return rc;
 }

@@ -45,12 +45,27 @@ struct agent {
 	struct agent_job *j;
 	int n, cap;
 	int seen[AGENT_SEEN], nseen;
+	/*
+	 * --listen's pages as last fetched (/state, /metrics), answered again for AGENT_PAGE_TTL:
+	 * each fetch asks every job's tracer and waits for them, and pollers must not keep the
+	 * agent's loop (its job discovery) waiting
+	 */
+	struct agent_page {
+		char *body;
+		const char *type;
+		uint64_t made_ns;
+	} page[2];
 };
 
 /* agent's options (argv[0] "agent"): 0, or -1 with why in err */
 int agent_parse_opts(struct agent_opts *o, int argc, char **argv, char *err, size_t errlen);
 
-/* --listen's page of url (/metrics, /state): every job's, fetched from its tracer now */
+/*
+ * --listen's page of url (/metrics, /state): every job's, fetched from its tracer now, or the
+ * one fetched less than AGENT_PAGE_TTL ago
+ */
 char *agent_page(void *ctx, const char *url, const char **type);
+/* the pages kept, freed */
+void agent_pages_free(struct agent *a);
 
 #endif /* NT_AGENT_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cmd/agent.h"
 #include "cmd/watchpoll.h"
+#include "util/clock.h"
 
 /* "job" label of a job's metrics: its key, escaped as Prometheus label values are */
 static void put_label(FILE *f, const struct agent_job *j)
@@ -73,16 +74,45 @@ static struct endpoint *fetch_all(struct agent *a, const char *path)
 	return e;
 }
 
+#define AGENT_PAGE_TTL_NS (250 * 1000000ULL)
+
+static char *fetch_page(struct agent *a, const char *url, const char **type);
+
 char *agent_page(void *ctx, const char *url, const char **type)
 {
 	struct agent *a = ctx;
+	bool metrics = !strcmp(url, "/metrics");
+	struct agent_page *pg = &a->page[metrics];
+	uint64_t now = clock_mono_ns();
+
+	if (!metrics && strcmp(url, "/state"))
+		return NULL;
+	if (!pg->body || now - pg->made_ns >= AGENT_PAGE_TTL_NS) {
+		free(pg->body);
+		pg->body = fetch_page(a, url, &pg->type);
+		pg->made_ns = clock_mono_ns();
+	}
+	if (!pg->body)
+		return NULL;
+	*type = pg->type;
+	return strdup(pg->body);
+}
+
+void agent_pages_free(struct agent *a)
+{
+	for (int i = 0; i < 2; i++) {
+		free(a->page[i].body);
+		a->page[i].body = NULL;
+	}
+}
+
+static char *fetch_page(struct agent *a, const char *url, const char **type)
+{
 	struct endpoint *e;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 
-	if (strcmp(url, "/metrics") && strcmp(url, "/state"))
-		return NULL;
 	if (!(e = fetch_all(a, url)) || !(f = open_memstream(&buf, &len))) {
 		free(e);
 		return NULL;

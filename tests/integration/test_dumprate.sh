@@ -101,9 +101,12 @@ check footer_dump_cpu "adaptive: $(jq -c '.totals | {dump_cpu_s, tracer_cpu_s}' 
 	jqe -s 'map(.totals | .dump_cpu_s > 0 and .dump_cpu_s < .tracer_cpu_s) == [true, true]' < <(tail -qn1 "$A" "$F")
 # full: a snapshot every second from start to end, none held (a gap under 2 s: a tick slips by a
 # few ms on 2 loaded CPUs under ASan, 1518 ms seen; the calm rate would leave RING/2 = 3 s)
-fgap=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns' | awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }')
-check full_every_second "--dump-detail full: the longest gap between snapshots $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
-	test "${fgap:-99999}" -lt 2000 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
+# (a gap needs two snapshots: fewer, and there is no gap to measure, no pass)
+fts=$(whole "$F" | jq -r 'select(.type=="snapshot") | .ts_ns')
+nfs=$(grep -c . <<<"$fts")
+fgap=$(awk 'NR > 1 && $1 - p > m { m = $1 - p } { p = $1 } END { printf "%d", m / 1e6 }' <<<"$fts")
+check full_every_second "--dump-detail full: $nfs snapshots (want at least 2), the longest gap between them $fgap ms; footer $(tail -1 "$F" | jq -c .snapshots)" -- \
+	test "$nfs" -ge 2 -a "${fgap:-99999}" -lt 2000 -a "$(tail -1 "$F" | jq .snapshots.held)" = 0
 echo "# sizes: adaptive $(stat -c %s "$A") B, full $(stat -c %s "$F") B"
 # the end: snapshots in the last span before the footer, less its last 1.5 s (where the ranks
 # close their connections: a frame that says one closed is kept)
@@ -165,8 +168,10 @@ cl=$(grep -n '^{"type":"snapshot".*"delta":true' "$A" | sed -n 5p | cut -d: -f1)
 } >"$C"
 out=$("$NT" report --json "$C" 2>"$TMP/cut.err")
 rc=$?
-check cut_reads "exit $rc, $(head -c 300 "$TMP/cut.err")" -- \
-	bash -c '[ "$1" = 0 ] && grep -q "the last record was cut short" "$2" && jq -e ".ranks | length == 4" <<<"$3" >/dev/null' _ "$rc" "$TMP/cut.err" "$out"
+# jqe: a report with no output is no pass
+r4=$(jqe '.ranks | length == 4' <<<"$out" && echo yes || echo no)
+check cut_reads "exit $rc, $(head -c 300 "$TMP/cut.err"); its report has 4 ranks: $r4 ($(jq -c '.ranks | length' <<<"$out" 2>&1 | head -c 100))" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "the last record was cut short" "$2" && [ "$3" = yes ]' _ "$rc" "$TMP/cut.err" "$r4"
 # --- compressed: a ".zst" dump is zstd frames, about one a second ---
 frames=$(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$Z" | wc -l)
 check zst_frames "$(stat -c %s "$Z") bytes, $frames zstd frames; first bytes $(head -c 4 "$Z" | od -An -tx1 | tr -d ' ')" -- \
@@ -186,8 +191,9 @@ ZC=$TMP/cut.jsonl.zst
 head -c $(($(stat -c %s "$Z") / 2)) "$Z" >"$ZC"
 out=$("$NT" report --json "$ZC" 2>"$TMP/zcut.err")
 rc=$?
-check zst_cut "exit $rc, $(head -c 300 "$TMP/zcut.err")" -- \
-	bash -c '[ "$1" = 0 ] && grep -q "its last compressed frame was cut short" "$2" && jq -e ".ranks | length == 4" <<<"$3" >/dev/null' _ "$rc" "$TMP/zcut.err" "$out"
+r4=$(jqe '.ranks | length == 4' <<<"$out" && echo yes || echo no)
+check zst_cut "exit $rc, $(head -c 300 "$TMP/zcut.err"); its report has 4 ranks: $r4 ($(jq -c '.ranks | length' <<<"$out" 2>&1 | head -c 100))" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "its last compressed frame was cut short" "$2" && [ "$3" = yes ]' _ "$rc" "$TMP/zcut.err" "$r4"
 # a frame's start overwritten: an error at its place, one line
 ZB=$TMP/bad.jsonl.zst
 cp "$Z" "$ZB"
@@ -201,15 +207,19 @@ check zst_corrupt "frame 4 at byte $at spoilt: exit $rc, $err" -- \
 # --- the budget: never past it; what it left out said in the footer and the report ---
 bsz=$(stat -c %s "$BU")
 bft=$(tail -1 "$BU")
-check budget_kept "exit $rb; $bsz bytes under a budget of 262144; footer $(jq -c .budget <<<"$bft" 2>&1)" -- \
-	bash -c '[ "$1" = 0 ] && [ "$2" -le 262144 ] && jq -e ".type == \"footer\" and .budget.bytes == 262144 and .budget.written <= 262144" <<<"$3" >/dev/null' _ "$rb" "$bsz" "$bft"
+# jqe: an empty dump (no footer at all) is no pass
+bfk=$(jqe '.type == "footer" and .budget.bytes == 262144 and .budget.written <= 262144' <<<"$bft" && echo yes || echo no)
+check budget_kept "exit $rb; $bsz bytes under a budget of 262144; footer $(jq -c .budget <<<"$bft" 2>&1) (within it: $bfk)" -- \
+	bash -c '[ "$1" = 0 ] && [ "$2" -le 262144 ] && [ "$3" = yes ]' _ "$rb" "$bsz" "$bfk"
 # at full detail 2 ranks write more than that in the job's 45 s: it was met, and said
 check budget_met "footer: $(jq -c '.budget | {frames_dropped, records_dropped, met_ns}' <<<"$bft" 2>&1)" -- \
 	jqe '.budget.met_ns > 0 and .budget.frames_dropped + .budget.records_dropped > 0' <<<"$bft"
 br=$("$NT" report "$BU" 2>&1)
 rc=$?
-check budget_report "exit $rc: $(grep 'dump budget' <<<"$br")" -- \
-	bash -c '[ "$1" = 0 ] && grep -q "^dump budget (--max-dump-bytes): 256.0 KiB, .* written; [0-9]* calm frames thinned; met [0-9]* s into the trace: [0-9]* frames and [0-9]* records after that are not in the dump" <<<"$2" && "$3" report --json "$4" | jq -e ".budget.bytes == 262144" >/dev/null' _ "$rc" "$br" "$NT" "$BU"
+bj=$("$NT" report --json "$BU" 2>/dev/null)
+bjk=$(jqe '.budget.bytes == 262144' <<<"$bj" && echo yes || echo no)
+check budget_report "exit $rc: $(grep 'dump budget' <<<"$br"); --json: $(jq -c .budget <<<"$bj" 2>&1 | head -c 200) (256K: $bjk)" -- \
+	bash -c '[ "$1" = 0 ] && grep -q "^dump budget (--max-dump-bytes): 256.0 KiB, .* written; [0-9]* calm frames thinned; met [0-9]* s into the trace: [0-9]* frames and [0-9]* records after that are not in the dump" <<<"$2" && [ "$3" = yes ]' _ "$rc" "$br" "$bjk"
 out=$("$NT" run --max-dump-bytes 100K -- true 2>&1)
 rc=$?
 check budget_bad "exit $rc: $out" -- \

@@ -82,13 +82,15 @@ stall_xid() {
 	own_pkill "$NJ"
 }
 
-# xid_latency NAME: NAME's gpu_error opened within 1.5 s of the Xid
+# xid_latency NAME: NAME's gpu_error opened within 1.5 s of the Xid, and not before it (bounded
+# on both sides, as lib.sh's check_latency: a gpu_error that opened before the Xid was raised is
+# not this Xid's)
 xid_latency() {
 	local t0 t1
-	t0=$(cat "$TMP/$1.xid_ns")
+	t0=$(cat "$TMP/$1.xid_ns" 2>/dev/null)
 	t1=$(opened_ns "$TMP/$1.jsonl" gpu_error)
-	check "$1_latency" "opened $(((${t1:-0} - t0) / 1000000)) ms after the Xid (want <= 1500)" -- \
-		test -n "$t1" -a $((t1 - t0)) -le 1500000000
+	check "$1_latency" "opened $(((${t1:-0} - ${t0:-0}) / 1000000)) ms after the Xid (want 0..1500; Xid at ${t0:-never}, opened at ${t1:-never})" -- \
+		test -n "$t0" -a -n "$t1" -a $((${t1:-0} - ${t0:-0})) -ge 0 -a $((${t1:-0} - ${t0:-0})) -le 1500000000
 }
 
 # --- an Xid on rank 1's GPU from NVML's event: gpu_error names rank 1 at once ---

@@ -51,12 +51,13 @@ check killed_dump_incomplete "report should say the dump has no footer" -- \
 # --- SIGKILL at random moments ---
 N=${KILL_MOMENTS:-10}
 bad_progs=() bad_job=() bad_ptrace=() bad_dump=() started=0 held=0 zst=0
-# no process of the job (the demo ranks, its shell) stopped or traced by a dead tracer
+# no process of the job (the demo ranks, its shell) stopped or traced by a dead tracer: stopped
+# is State T (stopped) or t (tracing stop), as lib.sh's held_threads has it
 job_free() {
 	local p
 	for p in $(own_pids "$RJ"); do
 		for st in /proc/$p/task/*/status; do
-			grep -qE '^State:\s+t' "$st" 2>/dev/null && return 1
+			grep -qE '^State:\s+[tT]' "$st" 2>/dev/null && return 1
 			grep -qE '^TracerPid:\s+[1-9]' "$st" 2>/dev/null && return 1
 		done
 	done

@@ -20,18 +20,20 @@ export NCCLTRACE_CACHE_DIR=$TMP/cache
 for f in "$SJ" "$TAKE" "$NJ" "$FAKE" "$STRIPPED"; do
 	if [ ! -e "$f" ]; then
 		fail stacks "fixture not built: run make ($f)"
-		exit 0
+		end_checks
 	fi
 done
 
+# the stackjobs and nccljobs left are killed through lib.sh's at_exit, not a trap of the
+# script's own: lib.sh's on_exit (its EXIT trap) then still keeps the dumps (NT_KEEP_DUMPS, for
+# the sanitized pass), removes TMP and holds the script to end_checks
 JOBS=()
-cleanup() {
+kill_jobs() {
 	local p
 	for p in "${JOBS[@]}"; do kill -9 "$p" 2>/dev/null; done
 	own_pkill "$NJ"
-	rm -rf "$TMP"
 }
-trap cleanup EXIT
+at_exit kill_jobs
 
 # start_job OUT ARGS...: a stackjob in the background; sets PID ACC STR EPO (its thread ids)
 start_job() {

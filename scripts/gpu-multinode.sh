@@ -9,15 +9,21 @@
 # tracer alone names the rank it waits on (rank 1, from its NCCL log), never as the cause.
 #   scripts/gpu-multinode.sh [NCCLTRACE]   (default the bundle, build/nccltrace-bundle/nccltrace
 #   (make bundle), else build/nccltrace-static; $OUT for the dumps;
-#   LIBNCCL=/path/libnccl.so.2: that NCCL, preloaded, instead of the wheel's)
+#   LIBNCCL=/path/libnccl.so.2: that NCCL, preloaded, instead of the wheel's;
+#   NPROC=4: ranks per node (default 1; rank 1 is then on node 0, beside ranks 0, 2 and 3);
+#   LIVE=1: a live `watch` over both tracers for the whole job, as a user runs it, and
+#   tests/fixtures/pollstorm-like polling of each tracer's /state (issue 49: a tracer polled
+#   between ticks died of SIGSEGV); PASS when no tracer died and watch named rank 1 first)
 set -u
 cd "$(dirname "$0")/.."
 NT=${1:-build/nccltrace-bundle/nccltrace}
 [ -n "${1:-}" ] || [ -x "$NT" ] || NT=build/nccltrace-static
 OUT=${OUT:-gpu-out}
 STALL_FOR=${STALL_FOR:-15}
+NPROC=${NPROC:-1}
+LIVE=${LIVE:-0}
 mkdir -p "$OUT"
-rm -f "$OUT/watch.json"
+rm -f "$OUT/watch.json" "$OUT/watch-live.log"
 export NCCL_NVLS_ENABLE=0 NCCLTRACE_CACHE_DIR=/tmp/nccltrace-cache
 [ -n "${LIBNCCL:-}" ] && export LD_PRELOAD=$LIBNCCL
 # each tracer serves /state on loopback where the build has --listen (not the static one)
@@ -29,32 +35,56 @@ for i in 0 1; do
 	[ $LISTEN = 1 ] && L=(--listen 127.0.0.1:$((9460 + i)))
 	"$NT" run --no-tui -t 3 "${L[@]}" --dump "$OUT/node$i.jsonl" -- python3 -m torch.distributed.run \
 		--nnodes=2 --node_rank=$i --master_addr=127.0.0.1 --master_port=29563 \
-		--nproc_per_node=1 tests/gpu/allreduce.py --one-gpu --iters 200 --stall-rank 1 \
+		--nproc_per_node="$NPROC" tests/gpu/allreduce.py --one-gpu --iters 200 --stall-rank 1 \
 		--stall-for "$STALL_FOR" >"$OUT/node$i.log" 2>&1 &
+	TRACER[$i]=$!
 done
+# rank 1's node: 1 with one rank per node, else 0
+SN=1
+[ "$NPROC" -gt 1 ] && SN=0
+if [ $LIVE = 1 ] && [ $LISTEN = 1 ]; then
+	sleep 3
+	"$NT" watch --no-tui 127.0.0.1:9460 127.0.0.1:9461 >"$OUT/watch-live.log" 2>&1 &
+	WATCH=$!
+	# and each tracer's /state and /metrics as fast as curl goes, until the tracers end
+	for i in 0 1; do
+		(while kill -0 "${TRACER[$i]}" 2>/dev/null; do
+			curl -s -m 2 -o /dev/null "http://127.0.0.1:$((9460 + i))/state"
+			curl -s -m 2 -o /dev/null "http://127.0.0.1:$((9460 + i))/metrics"
+		done) &
+	done
+fi
 # the live view of both: watch --once over the two tracers, threshold + 2 s into the stall
 if [ $LISTEN = 1 ]; then
 	for _ in $(seq 240); do
-		grep -qs "STALL rank 1" "$OUT/node1.log" && break
+		grep -qs "STALL rank 1" "$OUT/node$SN.log" && break
 		sleep 0.5
 	done
 	sleep 5
 	"$NT" watch --once --json 127.0.0.1:9460 127.0.0.1:9461 >"$OUT/watch.json" 2>"$OUT/watch.err"
 	echo "== watch --once: exit $?"
 fi
+RC=()
+for i in 0 1; do
+	wait "${TRACER[$i]}"
+	RC[$i]=$?
+done
+[ -n "${WATCH:-}" ] && { kill -INT "$WATCH" 2>/dev/null; wait "$WATCH"; }
 wait
+echo "== tracers' exit: node 0 ${RC[0]}, node 1 ${RC[1]} (the job's own; 139 a SIGSEGV)"
 for i in 0 1; do
 	echo "== node $i alone:"
 	"$NT" report --json "$OUT/node$i.jsonl" | python3 -c 'import json,sys; [print(" ", f["kind"], "rank", f["rank"], f["summary"]) for f in json.load(sys.stdin)["findings"]]'
 done
 echo "== merged:"
 "$NT" report --json "$OUT/node0.jsonl" "$OUT/node1.jsonl" >"$OUT/merged.json"
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$SN" "$NPROC" "${RC[0]}" "${RC[1]}" <<'PY'
 import json, re, sys
-out = sys.argv[1]
+out, sn, nproc = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rcs = [int(x) for x in sys.argv[4:6]]
 rep = json.load(open(f"{out}/merged.json"))
 pid = None
-for line in open(f"{out}/node1.log", errors="replace"):
+for line in open(f"{out}/node{sn}.log", errors="replace"):
     m = re.search(r"STALL rank 1 pid (\d+)", line)
     if m:
         pid = int(m.group(1))
@@ -65,9 +95,24 @@ ok = any(f["rank"] == 1 and f.get("pid") == pid and f["kind"] != "config" for f 
 print(("PASS" if ok else "FAIL") + f" merged report names rank 1 (pid {pid})")
 alone = [json.loads(l) for l in open(f"{out}/node0.jsonl", errors="replace") if '"finding"' in l]
 alone = [f for f in alone if f.get("type") == "finding" and f.get("kind") != "config"]
-ok0 = bool(alone) and all(f.get("remote_rank") == 1 and f.get("rank") is None for f in alone)
-print(("PASS" if ok0 else "FAIL") + " node 0 alone: waits on rank 1 (remote_rank), no culprit: " +
-      "; ".join(sorted({f["summary"] for f in alone}))[:300])
+if nproc == 1:
+    ok0 = bool(alone) and all(f.get("remote_rank") == 1 and f.get("rank") is None for f in alone)
+    print(("PASS" if ok0 else "FAIL") + " node 0 alone: waits on rank 1 (remote_rank), no culprit: " +
+          "; ".join(sorted({f["summary"] for f in alone}))[:300])
+else:
+    ok0 = any(f.get("rank") == 1 for f in alone)
+    print(("PASS" if ok0 else "FAIL") + " node 0 alone names its rank 1: " +
+          "; ".join(sorted({f["summary"] for f in alone}))[:300])
+okrc = all(rc < 128 for rc in rcs)
+print(("PASS" if okrc else "FAIL") + f" no tracer died (exits {rcs[0]}, {rcs[1]})")
+try:
+    live = [l for l in open(f"{out}/watch-live.log", errors="replace") if l.startswith("nccltrace: ")
+            and not l.startswith("nccltrace: CONFIG") and re.search(r"nccltrace: [A-Z-]+ ", l)]
+    first = live[0] if live else ""
+    okl = bool(re.search(rf"rank 1 \(pid {pid}\b", first))
+    print(("PASS" if okl else "FAIL") + f" live watch's first finding names rank 1 (pid {pid}): {first.strip()[:240]}")
+except FileNotFoundError:
+    okl = True
 okw = True
 try:
     w = json.load(open(f"{out}/watch.json"))
@@ -80,5 +125,5 @@ except FileNotFoundError:
 except ValueError as e:
     okw = False
     print(f"FAIL watch printed no JSON: {e}")
-sys.exit(0 if ok and ok0 and okw else 1)
+sys.exit(0 if ok and ok0 and okw and okrc and okl else 1)
 PY

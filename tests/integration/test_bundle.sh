@@ -6,7 +6,7 @@
 # hidden, as on such a node: the plain build cannot start there; the bundle traces a real ring,
 # names the stalled rank, serves /metrics and /state, and its watch names the rank too; the
 # user's LD_PRELOAD and LD_LIBRARY_PATH reach the job as they were and never the tracer.
-# checks: 11
+# checks: 12
 . "$(dirname "$0")/lib.sh"
 
 need_bpf bundle || end_checks
@@ -75,7 +75,8 @@ check job_clean "the job saw more of the bundle: $(grep -F "$B" "$TMP/job.txt" |
 # LD_LIBRARY_PATH as they were, with no NCCLTRACE_JOB_* variable of the bundle's script
 LB=$ROOT/build/loadedby/libloadedby.so
 LP="/nonexistent/a:$TMP/b"
-LD_PRELOAD=$LB LD_LIBRARY_PATH=$LP hidden "$B/nccltrace" run --no-tui -- sh -c '
+LD_PRELOAD=$LB LD_LIBRARY_PATH=$LP NCCLTRACE_NVML=$ROOT/build/fakenvml/libnvidia-ml.so.1 \
+	hidden "$B/nccltrace" run --no-tui -- sh -c '
 	echo "job $$"; echo "preload=$LD_PRELOAD"; echo "libpath=$LD_LIBRARY_PATH"
 	env | grep NCCLTRACE_JOB_; echo "maps $(grep -c libloadedby /proc/$$/maps)"; sleep 2' \
 	>"$TMP/pre.out" 2>&1 &
@@ -86,6 +87,11 @@ T=$(pgrep -f -- "$B/lib/nccltrace run --no-tui -- sh -c" | head -1)
 tracer_maps=$(grep -c libloadedby "/proc/${T:-0}/maps" 2>&1)
 check preload_not_tracer "the tracer (pid ${T:-none}, $(tr '\0' ' ' <"/proc/${T:-0}/cmdline" 2>/dev/null | head -c 120)) maps LD_PRELOAD's library $tracer_maps times" -- \
 	test -n "$T" -a "$tracer_maps" = 0
+# nor its NVML helper (the fake NVML keeps it running), which nccltrace starts itself
+H=$(pgrep -P "${T:-0}" -f nccltrace-nvml | head -1)
+helper_maps=$(grep -c libloadedby "/proc/${H:-0}/maps" 2>&1)
+check preload_not_helper "the NVML helper (pid ${H:-none}) maps LD_PRELOAD's library $helper_maps times" -- \
+	test -n "$H" -a "$helper_maps" = 0
 wait $W
 check preload_job "the job: $(tr '\n' ';' <"$TMP/pre.out" | head -c 400)" -- bash -c '
 	grep -qxF "preload=$2" "$1" && grep -qxF "libpath=$3" "$1" && grep -qx "maps [1-9][0-9]*" "$1" &&

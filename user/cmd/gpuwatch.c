@@ -91,20 +91,44 @@ static void set_status(struct gpuwatch *g, const char *fmt, const char *a, int n
 	snprintf(g->status, sizeof(g->status), fmt, a, n, n == 1 ? "" : "s");
 }
 
+/*
+ * The tracer's environment without what loads libraries into a program before its own (the
+ * job's LD_PRELOAD, which nccltrace keeps to hand to the job: a preloaded libnccl, say, has no
+ * business in nccltrace's helper); LD_LIBRARY_PATH stays (where a container puts NVML). NULL on
+ * ENOMEM; the strings are environ's.
+ */
+static char **helper_env(void)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	for (size_t i = 0; env && i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], "LD_AUDIT=", 9))
+			env[k++] = environ[i];
+	return env;
+}
+
 static void spawn_helper(struct gpuwatch *g, const char *helper, const char *arg)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
 	int sv[2];
-	char *argv[] = {(char *)helper, (char *)arg, NULL};
+	char *argv[] = {(char *)helper, (char *)arg, NULL}, **env;
 
 	if (!helper) {
 		snprintf(g->status, sizeof(g->status), "no NVML: nccltrace-nvml not found");
 		return;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+	if (!(env = helper_env()))
 		return;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		free(env);
+		return;
+	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
 	posix_spawn_file_actions_adddup2(&fa, sv[1], 1);
@@ -113,7 +137,7 @@ static void spawn_helper(struct gpuwatch *g, const char *helper, const char *arg
 	sigemptyset(&none);
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK);
-	if (posix_spawn(&g->helper, helper, &fa, &at, argv, environ)) {
+	if (posix_spawn(&g->helper, helper, &fa, &at, argv, env)) {
 		g->helper = 0;
 		close(sv[0]);
 		snprintf(g->status, sizeof(g->status), "no NVML: %s could not start", helper);
@@ -124,6 +148,7 @@ static void spawn_helper(struct gpuwatch *g, const char *helper, const char *arg
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	close(sv[1]);
+	free(env);
 }
 
 /* The kernel's log, from now on (a regular file for tests: read on from its end) */

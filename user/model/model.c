@@ -535,7 +535,7 @@ void model__snapshot(struct model *m, uint64_t now, struct snapshot *out)
 			m->cap_snap_conns = m->nconns;
 		}
 	}
-	if (m->nconns <= m->cap_snap_conns) {
+	if (m->nconns && m->nconns <= m->cap_snap_conns) {
 		memcpy(m->snap_conns, m->conns, m->nconns * sizeof(*m->conns));
 		out->nconns = m->nconns;
 	}

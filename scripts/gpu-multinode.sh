@@ -11,9 +11,10 @@
 #   (make bundle), else build/nccltrace-static; $OUT for the dumps;
 #   LIBNCCL=/path/libnccl.so.2: that NCCL, preloaded, instead of the wheel's;
 #   NPROC=4: ranks per node (default 1; rank 1 is then on node 0, beside ranks 0, 2 and 3);
-#   LIVE=1: a live `watch` over both tracers for the whole job, as a user runs it, and
-#   tests/fixtures/pollstorm-like polling of each tracer's /state (issue 49: a tracer polled
-#   between ticks died of SIGSEGV); PASS when no tracer died and watch named rank 1 first)
+#   LIVE=1: a live `watch` over both tracers for the whole job, as a user runs it, and each
+#   tracer polled as hard as one client can (build/pollstorm, tests/fixtures/pollstorm.c; curl
+#   without it) (issue 49: a tracer polled between ticks died of SIGSEGV); PASS when no tracer
+#   died and watch's first finding named rank 1)
 set -u
 cd "$(dirname "$0")/.."
 NT=${1:-build/nccltrace-bundle/nccltrace}
@@ -46,12 +47,15 @@ if [ $LIVE = 1 ] && [ $LISTEN = 1 ]; then
 	sleep 3
 	"$NT" watch --no-tui 127.0.0.1:9460 127.0.0.1:9461 >"$OUT/watch-live.log" 2>&1 &
 	WATCH=$!
-	# and each tracer's /state and /metrics as fast as curl goes, until the tracers end
+	# and each tracer polled as hard as one client can (build/pollstorm), until it ends
 	for i in 0 1; do
-		(while kill -0 "${TRACER[$i]}" 2>/dev/null; do
-			curl -s -m 2 -o /dev/null "http://127.0.0.1:$((9460 + i))/state"
-			curl -s -m 2 -o /dev/null "http://127.0.0.1:$((9460 + i))/metrics"
-		done) &
+		if [ -x build/pollstorm ]; then
+			build/pollstorm $((9460 + i)) "${TRACER[$i]}" >"$OUT/storm$i.txt" 2>&1 &
+		else
+			(while kill -0 "${TRACER[$i]}" 2>/dev/null; do
+				curl -s -m 2 -o /dev/null "http://127.0.0.1:$((9460 + i))/state"
+			done) &
+		fi
 	done
 fi
 # the live view of both: watch --once over the two tracers, threshold + 2 s into the stall

@@ -163,7 +163,8 @@ $(SIGS_NAMES): tests/unit/nccl_sigs.cc | $(OUTPUT)/tests
 	$(Q)nm --defined-only $@.1.o $@.2.o | awk 'NF == 3 && $$3 != "nt_keep" { print $$3 }' \
 		| sort -u > $@
 $(OUTPUT)/tests/test_nccllib: $(SIGS_NAMES)
-$(OUTPUT)/tests/test_nccllib: TEST_DEFS = -DNCCL_SIGS_NAMES='"$(abspath $(SIGS_NAMES))"'
+$(OUTPUT)/tests/test_nccllib: TEST_DEFS = -DNCCL_SIGS_NAMES='"$(abspath $(SIGS_NAMES))"' \
+	-DFAKENCCL_LIB='"$(abspath $(FAKENCCL))"' -DFAKENCCL_230_LIB='"$(abspath $(FAKENCCL_230))"'
 
 # the profiler plugin's test drives the real plugin (dlopen) and reads it back as the tracer does
 $(OUTPUT)/tests/test_ncclprof: LIBS += -ldl

@@ -62,9 +62,12 @@ static __always_inline struct nt_ev_nccl *nccl_event(__u64 id, __u16 probe, __u3
 static __always_inline void read_socket(struct nt_ev_nccl *e, __u64 sock,
 					const struct nt_nccl_offsets *o)
 {
-	if (!sock || o->sock_fd < 0)
+	if (!sock)
 		return;
-	bpf_probe_read_user(&e->d.sock.fd, 4, (void *)(sock + o->sock_fd));
+	/* each field alone (a version may rename one: 2.29's fd); fd -1 where it is unknown */
+	e->d.sock.fd = -1;
+	if (o->sock_fd >= 0)
+		bpf_probe_read_user(&e->d.sock.fd, 4, (void *)(sock + o->sock_fd));
 	if (o->sock_state >= 0)
 		bpf_probe_read_user(&e->d.sock.state, 4, (void *)(sock + o->sock_state));
 	if (o->sock_type >= 0)
@@ -248,8 +251,21 @@ static __always_inline void poll_note(struct pt_regs *ctx, __u64 id, struct nt_p
 	/* the handle is the argument before sendComm; the listen comm is accept's first */
 	__u64 obj = connect ? reg_arg(ctx, o->connect_sendcomm_arg - 1) : a0;
 
-	if (obj && off >= 0)
+	if (obj && off >= 0 && probe == NT_P_IB_ACCEPT && o->iblc_stage_ptr) {
+		/*
+		 * 2.29+: the listen comm points to its stage, NULL until this handshake's first
+		 * call makes it and again once one ends: NULL is Start, as the reset stage was
+		 */
+		__u64 sp = 0;
+		__s32 v = -1;
+
+		if (!bpf_probe_read_user(&sp, 8, (void *)(obj + off)))
+			stage = sp ? -1 : 0;
+		if (sp && !bpf_probe_read_user(&v, 4, (void *)sp))
+			stage = v;
+	} else if (obj && off >= 0) {
 		bpf_probe_read_user(&stage, 4, (void *)(obj + off));
+	}
 	stat_inc(NT_STAT_POLL_CALLS);
 	st->poll_stage = stage;
 	if (st->poll_probe == probe && !st->poll_done && now - st->poll_last_ns <= 1000000000ULL) {
@@ -333,10 +349,11 @@ static __always_inline void entry_data(struct pt_regs *ctx, struct nt_ev_nccl *e
 	case NT_P_ALLGATHER:
 	case NT_P_BOOTSTRAP_SEND:
 	case NT_P_BOOTSTRAP_RECV:
-		if (a0 && o->bstate_rank >= 0) {
+		/* each offset alone: a version may lack one (-1 is never an offset) */
+		if (a0 && o->bstate_rank >= 0)
 			bpf_probe_read_user(&e->d.comm.rank, 4, (void *)(a0 + o->bstate_rank));
+		if (a0 && o->bstate_nranks >= 0)
 			bpf_probe_read_user(&e->d.comm.nranks, 4, (void *)(a0 + o->bstate_nranks));
-		}
 		break;
 	case NT_P_SOCKET_CONNECT:
 		read_socket(e, a0, o);
@@ -387,13 +404,21 @@ static __always_inline void entry_data(struct pt_regs *ctx, struct nt_ev_nccl *e
 			read_shared_res(e, a0, o);
 		break;
 	case NT_P_ENQUEUE:
+		/* ncclInfo's coll says the rest is there; each other offset checked alone */
 		if (a0 && o->info_coll >= 0) {
 			bpf_probe_read_user(&e->d.info.coll, 4, (void *)(a0 + o->info_coll));
-			bpf_probe_read_user(&e->d.info.count, 8, (void *)(a0 + o->info_count));
-			bpf_probe_read_user(&e->d.info.datatype, 4,
-					    (void *)(a0 + o->info_datatype));
-			bpf_probe_read_user(&e->d.info.root, 4, (void *)(a0 + o->info_root));
-			bpf_probe_read_user(&e->d.info.comm, 8, (void *)(a0 + o->info_comm));
+			if (o->info_count >= 0)
+				bpf_probe_read_user(&e->d.info.count, 8,
+						    (void *)(a0 + o->info_count));
+			if (o->info_datatype >= 0)
+				bpf_probe_read_user(&e->d.info.datatype, 4,
+						    (void *)(a0 + o->info_datatype));
+			if (o->info_root >= 0)
+				bpf_probe_read_user(&e->d.info.root, 4,
+						    (void *)(a0 + o->info_root));
+			if (o->info_comm >= 0)
+				bpf_probe_read_user(&e->d.info.comm, 8,
+						    (void *)(a0 + o->info_comm));
 		}
 		break;
 	}

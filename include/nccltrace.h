@@ -300,7 +300,7 @@ struct nt_nccl_offsets {
 	__s32 bstate_nranks;
 	__s32 graph_id;
 	__s32 ibh_stage;  /* ncclIbHandle.stage (its state first): ncclIbConnect's progress */
-	__s32 iblc_stage; /* ncclIbListenComm.stage: ncclIbAccept's */
+	__s32 iblc_stage; /* ncclIbListenComm.stage: ncclIbAccept's (a pointer: iblc_stage_ptr) */
 	/* 2.18-2.22 (no seqNumber): the collectives launched, comm->sharedRes->collOpCount */
 	__s32 comm_shres;      /* ncclComm.sharedRes */
 	__s32 comm_persistent; /* ncclComm.persistentRefs: CUDA graphs capturing it */
@@ -314,7 +314,12 @@ struct nt_nccl_offsets {
 	/* where this version's signatures put what the probes read (argument indices) */
 	__u8 bsinit_comm_arg;	   /* bootstrapInit's comm: 1 until 2.22, then 2 */
 	__u8 connect_sendcomm_arg; /* ncclNetSocketConnect's/ncclIbConnect's sendComm**: 2 or 3 */
-	__u8 pad[2];
+	/*
+	 * 1: iblc_stage holds a pointer to the stage, NULL between handshakes (2.29+, its DWARF
+	 * says so); 0: the stage itself
+	 */
+	__u8 iblc_stage_ptr;
+	__u8 pad;
 };
 _Static_assert(sizeof(struct nt_nccl_offsets) == 112, "nt_nccl_offsets layout");
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "nccl/dwoff.h"
 #include "util/elfsym.h"
 #include "nccl/nccllib.h"
@@ -15,6 +16,7 @@
 #include "testutil.h"
 
 /* A struct this test binary's own DWARF describes (tests are built with -g). */
+typedef const char *nt_test_str;
 struct nt_test_layout {
 	char a;
 	long b;
@@ -23,6 +25,7 @@ struct nt_test_layout {
 		short d;
 	} inner;
 	uint64_t e;
+	volatile nt_test_str f; /* a pointer behind a qualifier and a typedef */
 };
 
 /* keep the type in the DWARF */
@@ -288,12 +291,12 @@ static void test_dwarf_offsets(void **state)
 		{"nt_test_layout", "a", 0}, {"nt_test_layout", "b", 0},
 		{"nt_test_layout", "c", 0}, {"nt_test_layout", "inner", 0},
 		{"nt_test_layout", "e", 0}, {"nt_test_layout", "nope", 0},
-		{"no_such_struct", "a", 0},
+		{"no_such_struct", "a", 0}, {"nt_test_layout", "f", 0},
 	};
 	char err[256];
 
 	(void)state;
-	assert_int_equal(dwoff_resolve("/proc/self/exe", r, 7, err, sizeof(err)), 5);
+	assert_int_equal(dwoff_resolve("/proc/self/exe", r, 8, err, sizeof(err)), 6);
 	assert_int_equal(r[0].offset, offsetof(struct nt_test_layout, a));
 	assert_int_equal(r[1].offset, offsetof(struct nt_test_layout, b));
 	assert_int_equal(r[2].offset, offsetof(struct nt_test_layout, c));
@@ -301,7 +304,84 @@ static void test_dwarf_offsets(void **state)
 	assert_int_equal(r[4].offset, offsetof(struct nt_test_layout, e));
 	assert_int_equal(r[5].offset, -1);
 	assert_int_equal(r[6].offset, -1);
+	assert_false(r[0].is_ptr);
+	assert_false(r[2].is_ptr);
+	assert_int_equal(r[7].offset, offsetof(struct nt_test_layout, f));
+	assert_true(r[7].is_ptr);
 	assert_true(dwoff_resolve("/etc/hostname", r, 1, err, sizeof(err)) < 0);
+}
+
+/*
+ * The fake NCCL's 2.30.7 build (tests/fixtures/fixtures.mk): from 2.29 ncclSocket's fd is named
+ * socketDescriptor (include/socket.h at v2.29.7-1 and v2.30.7-1); the other fields keep their
+ * names. Every offset must come from its DWARF, the socket's fd (at 0) too.
+ */
+static void test_offsets_230(void **state)
+{
+	struct nccl_lib lib;
+	char err[256];
+
+	(void)state;
+	if (access(FAKENCCL_230_LIB, R_OK)) {
+		print_message("test_offsets_230: %s not built (make builds it)\n",
+			      FAKENCCL_230_LIB);
+		skip();
+	}
+	assert_int_equal(nccllib_open(FAKENCCL_230_LIB, NULL, &lib, err, sizeof(err)), 0);
+	assert_string_equal(lib.version, "2.30.7");
+	assert_int_equal(lib.offs_src, OFFS_DWARF);
+	/* the fake's layout (tests/fixtures/fakenccl.h: its _Static_asserts) */
+	assert_int_equal(lib.offs.sock_fd, 0);
+	assert_int_equal(lib.offs.sock_addr, 12);
+	assert_int_equal(lib.offs.sock_state, 52);
+	assert_int_equal(lib.offs.sock_type, 72);
+	assert_int_equal(lib.offs.comm_hash, 0x1044c8);
+	assert_int_equal(lib.offs.comm_rank, 0x1044d0);
+	assert_int_equal(lib.offs.comm_nranks, 0x1044d4);
+	assert_int_equal(lib.offs.comm_seq, 0x106a10);
+	assert_int_equal(lib.offs.comm_endmagic, 1082960);
+	assert_int_equal(lib.offs.info_comm, 56);
+	assert_int_equal(lib.offs.bstate_rank, 476);
+	assert_int_equal(lib.offs.ibh_stage, 40);
+	assert_int_equal(lib.offs.iblc_stage, 104);
+	/* a pointer to the stage from 2.29: the probe reads through it */
+	assert_int_equal(lib.offs.iblc_stage_ptr, 1);
+	/* 2.23+ counts in seqNumber: 2.18-2.22's shared counter is not in this build */
+	assert_int_equal(lib.offs.shres_collops, -1);
+}
+
+/* The cache keeps what the DWARF said, the stage's pointer flag too; 2.28.9 has none */
+static void test_offsets_cache(void **state)
+{
+	struct nccl_lib lib, again;
+	char dir[] = "/tmp/nccltrace-test-XXXXXX", path[128], err[256];
+
+	(void)state;
+	if (access(FAKENCCL_230_LIB, R_OK) || access(FAKENCCL_LIB, R_OK)) {
+		print_message("test_offsets_cache: the fake NCCL is not built (make builds it)\n");
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(nccllib_open(FAKENCCL_230_LIB, dir, &lib, err, sizeof(err)), 0);
+	assert_int_equal(lib.offs_src, OFFS_DWARF);
+	assert_int_equal(nccllib_open(FAKENCCL_230_LIB, dir, &again, err, sizeof(err)), 0);
+	assert_int_equal(again.offs_src, OFFS_CACHE);
+	assert_memory_equal(&again.offs, &lib.offs, sizeof(lib.offs));
+	assert_int_equal(again.offs.iblc_stage_ptr, 1);
+	snprintf(path, sizeof(path), "%s/%s.offsets", dir, lib.build_id);
+	assert_int_equal(unlink(path), 0);
+
+	assert_int_equal(nccllib_open(FAKENCCL_LIB, dir, &lib, err, sizeof(err)), 0);
+	assert_int_equal(lib.offs_src, OFFS_DWARF);
+	assert_int_equal(lib.offs.sock_fd, 0);
+	assert_int_equal(lib.offs.iblc_stage, 104);
+	assert_int_equal(lib.offs.iblc_stage_ptr, 0);
+	assert_int_equal(nccllib_open(FAKENCCL_LIB, dir, &again, err, sizeof(err)), 0);
+	assert_int_equal(again.offs_src, OFFS_CACHE);
+	assert_memory_equal(&again.offs, &lib.offs, sizeof(lib.offs));
+	snprintf(path, sizeof(path), "%s/%s.offsets", dir, lib.build_id);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
 }
 
 int main(void)
@@ -315,6 +395,8 @@ int main(void)
 		cmocka_unit_test(test_is_clone),
 		cmocka_unit_test(test_elf_self),
 		cmocka_unit_test(test_dwarf_offsets),
+		cmocka_unit_test(test_offsets_230),
+		cmocka_unit_test(test_offsets_cache),
 	};
 
 	return cmocka_run_group_tests_name("nccllib", tests, NULL, NULL);

@@ -63,8 +63,12 @@ static void print_offsets(const struct nccl_lib *lib)
 	} else if (lib->offs_src != OFFS_NONE) {
 		printf("\n%-32s %s\n", "field", "offset");
 		for (int i = 0; nccllib_offset_field(i); i++)
-			printf("%-32s %d\n", nccllib_offset_field(i),
-			       ((const __s32 *)&lib->offs)[i]);
+			printf("%-32s %d%s\n", nccllib_offset_field(i),
+			       ((const __s32 *)&lib->offs)[i],
+			       &((const __s32 *)&lib->offs)[i] == &lib->offs.iblc_stage &&
+					       lib->offs.iblc_stage_ptr
+				       ? " (a pointer to it: read through)"
+				       : "");
 	}
 }
 

@@ -8,6 +8,25 @@
 #include <unistd.h>
 #include "nccl/dwoff.h"
 
+/*
+ * Is the member's type a pointer, once typedefs and qualifiers are peeled? A field that became
+ * a pointer in some version (NCCL 2.29's ncclIbListenComm.stage) holds an address there, not
+ * the value its offset was wanted for.
+ */
+static bool member_is_ptr(Dwarf_Die *member)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die type, peeled;
+	int tag;
+
+	if (!dwarf_attr_integrate(member, DW_AT_type, &attr) || !dwarf_formref_die(&attr, &type) ||
+	    dwarf_peel_type(&type, &peeled) != 0)
+		return false;
+	tag = dwarf_tag(&peeled);
+	return tag == DW_TAG_pointer_type || tag == DW_TAG_reference_type ||
+	       tag == DW_TAG_rvalue_reference_type;
+}
+
 /* Fill every request for the struct at die; returns how many it filled. */
 static int fill_struct(Dwarf_Die *die, const char *name, struct dwoff_req *reqs, int n)
 {
@@ -30,6 +49,7 @@ static int fill_struct(Dwarf_Die *die, const char *name, struct dwoff_req *reqs,
 			if (reqs[i].offset < 0 && strcmp(reqs[i].type, name) == 0 &&
 			    strcmp(reqs[i].member, mname) == 0) {
 				reqs[i].offset = (long)off;
+				reqs[i].is_ptr = member_is_ptr(&child);
 				filled++;
 			}
 		}
@@ -52,8 +72,10 @@ int dwoff_resolve(const char *path, struct dwoff_req *reqs, int n, char *err, si
 	int fd, found = 0, left = n;
 	Dwarf *dw;
 
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		reqs[i].offset = -1;
+		reqs[i].is_ptr = false;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));

@@ -6,12 +6,14 @@
 #ifndef NT_DWOFF_H
 #define NT_DWOFF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct dwoff_req {
 	const char *type;   /* struct name, e.g. "ncclSocket" */
 	const char *member; /* e.g. "fd" */
 	long offset;	    /* out: -1 when not found */
+	bool is_ptr;	    /* out: its type is a pointer (through typedefs and qualifiers) */
 };
 
 /*

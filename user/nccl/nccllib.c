@@ -271,36 +271,59 @@ const char *nccl_offsets_source_name(enum nccl_offsets_source s)
 	}
 }
 
-/* The struct fields the probes read, in the order of struct nt_nccl_offsets' s32 members. */
+/*
+ * What a field's DWARF type may be. FV: a value; where DWARF says pointer, the layout is not the
+ * one the probes know, and the offset is left unknown rather than read as a value. FP: a
+ * pointer, read as one. FD: a value, or in some versions a pointer to it, read through
+ * (nt_nccl_offsets' *_ptr flag).
+ */
+enum { FV, FP, FD };
+
+/*
+ * The struct fields the probes read, in the order of struct nt_nccl_offsets' s32 members:
+ * member[0] is the name in the cache and in `nccltrace probes`, the others what other NCCL
+ * versions call it. Each resolves alone: one a version lacks stays -1, and so do only the
+ * reads that need it. Checked against include/socket.h, comm.h, info.h, graph.h, bootstrap.cc
+ * and transport/net_ib/{connect.cc,common.h} at v2.29.7-1 and v2.30.7-1: only the two noted
+ * changed since 2.28.9.
+ */
 static const struct {
-	const char *type, *member;
+	const char *type, *member[2];
+	int kind;
 } fields[] = {
-	{"ncclSocket", "fd"},
-	{"ncclSocket", "addr"},
-	{"ncclSocket", "state"},
-	{"ncclSocket", "type"},
-	{"ncclComm", "commHash"},
-	{"ncclComm", "rank"},
-	{"ncclComm", "nRanks"},
-	{"ncclComm", "seqNumber"},
-	{"ncclInfo", "coll"},
-	{"ncclInfo", "count"},
-	{"ncclInfo", "datatype"},
-	{"ncclInfo", "root"},
-	{"ncclInfo", "comm"},
-	{"bootstrapState", "rank"},
-	{"bootstrapState", "nranks"},
-	{"ncclTopoGraph", "id"},
-	{"ncclIbHandle", "stage"},
-	{"ncclIbListenComm", "stage"},
-	{"ncclComm", "sharedRes"},
-	{"ncclComm", "persistentRefs"},
-	{"ncclSharedResources", "refCount"},
-	{"ncclSharedResources", "owner"},
-	{"ncclSharedResources", "collOpCount"},
-	{"ncclComm", "endMagic"},
+	/* 2.29: socketDescriptor, an int on Linux (include/socket.h and os.h at v2.29.7-1) */
+	{"ncclSocket", {"fd", "socketDescriptor"}, FV},
+	{"ncclSocket", {"addr"}, FV},
+	{"ncclSocket", {"state"}, FV},
+	{"ncclSocket", {"type"}, FV},
+	{"ncclComm", {"commHash"}, FV},
+	{"ncclComm", {"rank"}, FV},
+	{"ncclComm", {"nRanks"}, FV},
+	{"ncclComm", {"seqNumber"}, FV},
+	{"ncclInfo", {"coll"}, FV},
+	{"ncclInfo", {"count"}, FV},
+	{"ncclInfo", {"datatype"}, FV},
+	{"ncclInfo", {"root"}, FV},
+	{"ncclInfo", {"comm"}, FP},
+	{"bootstrapState", {"rank"}, FV},
+	{"bootstrapState", {"nranks"}, FV},
+	{"ncclTopoGraph", {"id"}, FV},
+	{"ncclIbHandle", {"stage"}, FV},
+	/*
+	 * 2.29: struct ncclIbCommStage *, calloc'ed by ncclIbAccept's first call of a handshake
+	 * and freed, NULL again, at its end (transport/net_ib/common.h:474 and connect.cc:950 at
+	 * v2.29.7-1; common.h:539, connect.cc:1360 at v2.30.7-1)
+	 */
+	{"ncclIbListenComm", {"stage"}, FD},
+	{"ncclComm", {"sharedRes"}, FP},
+	{"ncclComm", {"persistentRefs"}, FV},
+	{"ncclSharedResources", {"refCount"}, FV},
+	{"ncclSharedResources", {"owner"}, FP},
+	{"ncclSharedResources", {"collOpCount"}, FV},
+	{"ncclComm", {"endMagic"}, FV},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+#define NALTS	(sizeof(fields[0].member) / sizeof(fields[0].member[0]))
 _Static_assert(NFIELDS * 4 == offsetof(struct nt_nccl_offsets, lasterr_delta),
 	       "fields[] follows struct nt_nccl_offsets");
 
@@ -311,13 +334,21 @@ const char *nccllib_offset_field(int i)
 	if (i < 0 || (size_t)i >= NFIELDS)
 		return NULL;
 	if (!names[i][0])
-		snprintf(names[i], sizeof(names[i]), "%s.%s", fields[i].type, fields[i].member);
+		snprintf(names[i], sizeof(names[i]), "%s.%s", fields[i].type, fields[i].member[0]);
 	return names[i];
 }
 
 static __s32 *offs_slot(struct nt_nccl_offsets *o, size_t i)
 {
 	return &((__s32 *)o)[i];
+}
+
+/* Where the probes learn that field i (an FD field) is a pointer to what they read; NULL: none */
+static __u8 *offs_ptr_flag(struct nt_nccl_offsets *o, size_t i)
+{
+	return i == offsetof(struct nt_nccl_offsets, iblc_stage) / sizeof(__s32)
+		       ? &o->iblc_stage_ptr
+		       : NULL;
 }
 
 /* Verified against the DWARF of these builds (`nccltrace probes` prints the same values). */
@@ -360,10 +391,17 @@ static int cache_load(const char *dir, struct nccl_lib *lib)
 		return -errno;
 	while (fscanf(f, "%63[^.].%63s %ld\n", type, member, &v) == 3) {
 		for (size_t i = 0; i < NFIELDS; i++) {
-			if (!strcmp(fields[i].type, type) && !strcmp(fields[i].member, member)) {
+			if (strcmp(fields[i].type, type))
+				continue;
+			if (!strcmp(fields[i].member[0], member)) {
 				*offs_slot(&lib->offs, i) = (__s32)v;
 				n++;
 			}
+			/* "ncclIbListenComm.stage.ptr 1" (absent from older caches: 2.28 and before) */
+			if (fields[i].kind == FD && offs_ptr_flag(&lib->offs, i) &&
+			    !strncmp(member, fields[i].member[0], strlen(fields[i].member[0])) &&
+			    !strcmp(member + strlen(fields[i].member[0]), ".ptr"))
+				*offs_ptr_flag(&lib->offs, i) = v == 1;
 		}
 	}
 	fclose(f);
@@ -373,6 +411,7 @@ static int cache_load(const char *dir, struct nccl_lib *lib)
 /* Written to a temporary file and renamed: readers never see half a cache entry. */
 static void cache_store(const char *dir, const struct nccl_lib *lib)
 {
+	struct nt_nccl_offsets o = lib->offs;
 	char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
 	FILE *f;
 	int fd;
@@ -391,39 +430,82 @@ static void cache_store(const char *dir, const struct nccl_lib *lib)
 		return;
 	}
 	for (size_t i = 0; i < NFIELDS; i++)
-		fprintf(f, "%s.%s %d\n", fields[i].type, fields[i].member,
+		fprintf(f, "%s.%s %d\n", fields[i].type, fields[i].member[0],
 			((const __s32 *)&lib->offs)[i]);
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (fields[i].kind == FD && offs_ptr_flag(&o, i))
+			fprintf(f, "%s.%s.ptr %d\n", fields[i].type, fields[i].member[0],
+				*offs_ptr_flag(&o, i));
 	if (fclose(f) || rename(tmp, path))
 		unlink(tmp);
 }
 
+/*
+ * The offsets from the library's DWARF, each field by any of its names; how many resolved. A
+ * field whose type is not the kind the probes read it as stays -1.
+ */
+static int offsets_from_dwarf(struct nccl_lib *lib)
+{
+	struct dwoff_req req[NFIELDS * NALTS];
+	char err[256];
+	int n = 0;
+
+	memset(req, 0, sizeof(req));
+	for (size_t i = 0; i < NFIELDS; i++)
+		for (size_t a = 0; a < NALTS; a++) {
+			req[i * NALTS + a].type = fields[i].type;
+			/* a field without that many names asks for its first twice */
+			req[i * NALTS + a].member =
+				fields[i].member[a] ? fields[i].member[a] : fields[i].member[0];
+		}
+	if (dwoff_resolve(lib->path, req, NFIELDS * NALTS, err, sizeof(err)) <= 0)
+		return 0;
+	for (size_t i = 0; i < NFIELDS; i++)
+		for (size_t a = 0; a < NALTS; a++) {
+			const struct dwoff_req *r = &req[i * NALTS + a];
+
+			if (r->offset < 0)
+				continue;
+			if (r->is_ptr && fields[i].kind == FD) {
+				*offs_ptr_flag(&lib->offs, i) = 1;
+			} else if (r->is_ptr != (fields[i].kind == FP)) {
+				break; /* a changed layout: not read at all */
+			}
+			*offs_slot(&lib->offs, i) = (__s32)r->offset;
+			n++;
+			break;
+		}
+	return n;
+}
+
+/*
+ * From the cache, else the DWARF (stored in the cache), else the verified table. What the
+ * DWARF gives is used field by field (NCCL 2.29 renamed one: a lookup that needed all of them
+ * would have lost every offset), -1 for the rest.
+ */
+static void offsets_unknown(struct nt_nccl_offsets *o)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		*offs_slot(o, i) = -1;
+	o->iblc_stage_ptr = 0;
+}
+
 static void resolve_offsets(struct nccl_lib *lib, const char *cache_dir)
 {
-	struct dwoff_req req[NFIELDS];
-	char err[256];
-
-	for (size_t i = 0; i < NFIELDS; i++)
-		*offs_slot(&lib->offs, i) = -1;
+	offsets_unknown(&lib->offs);
 	if (lib->build_id[0] && cache_dir && cache_load(cache_dir, lib) == 0) {
 		lib->offs_src = OFFS_CACHE;
 		return;
 	}
-	if (lib->has_dwarf) {
-		for (size_t i = 0; i < NFIELDS; i++) {
-			req[i].type = fields[i].type;
-			req[i].member = fields[i].member;
-		}
-		/* the socket and comm fields are what the probes need most: require those */
-		if (dwoff_resolve(lib->path, req, NFIELDS, err, sizeof(err)) > 0 &&
-		    req[0].offset >= 0 && req[5].offset >= 0) {
-			for (size_t i = 0; i < NFIELDS; i++)
-				*offs_slot(&lib->offs, i) = (__s32)req[i].offset;
-			lib->offs_src = OFFS_DWARF;
-			if (lib->build_id[0] && cache_dir)
-				cache_store(cache_dir, lib);
-			return;
-		}
+	/* a cache entry of an older nccltrace (fewer fields) left some: none of them is used */
+	offsets_unknown(&lib->offs);
+	if (lib->has_dwarf && offsets_from_dwarf(lib) > 0) {
+		lib->offs_src = OFFS_DWARF;
+		if (lib->build_id[0] && cache_dir)
+			cache_store(cache_dir, lib);
+		return;
 	}
+	offsets_unknown(&lib->offs);
 	for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) {
 		if (strcmp(known[k].build_id, lib->build_id) == 0) {
 			for (size_t i = 0; i < NFIELDS; i++)

@@ -79,6 +79,66 @@ static void test_prefix(void **state)
 	assert_int_equal(parse("plain output of the job", &f), NLOG_NONE);
 }
 
+/*
+ * 2.30 names the function between the location and the level (debug.cc at v2.30.7-1: "[%d]
+ * %s:%d (%s) NCCL WARN %s"; without a function, and before 2.30, "[%d] %s:%d NCCL WARN %s")
+ */
+static void test_warn_230(void **state)
+{
+	struct nccllog_fact f;
+
+	(void)state;
+	assert_int_equal(parse("[2026-06-01 10:00:00] gpu-a:3333:3399 [1] misc/socket.cc:58 "
+			       "(socketProgress) NCCL WARN socketProgress: Connection closed by "
+			       "remote peer gpu-b<42314>",
+			       &f),
+			 NLOG_WARN);
+	assert_int_equal(f.pid, 3333);
+	assert_int_equal(f.tid, 3399);
+	assert_int_equal(f.dev, 1);
+	assert_string_equal(f.u.warn.where, "misc/socket.cc:58");
+	assert_string_equal(f.u.warn.text,
+			    "socketProgress: Connection closed by remote peer gpu-b<42314>");
+	/* a function without a location before it is not NCCL's */
+	assert_int_equal(parse("gpu-a:1:2 [0] (socketProgress) NCCL WARN x", &f), NLOG_NONE);
+	assert_int_equal(parse("gpu-a:1:2 [0] a.cc:1 () NCCL WARN x", &f), NLOG_NONE);
+}
+
+/*
+ * 2.32's ATTN lines (NCCL_DEBUG=ATTN, and INFO shows them too), written as a WARN is: "[%d]
+ * %s:%d (%s) NCCL ATTN %s" (2.32's src/debug.cc, read in a copy: reference/nccl-versions.md
+ * §6). Kept as NCCL's own notices, not counted as WARNs.
+ */
+static void test_attn(void **state)
+{
+	struct snap_nccl_log *l = calloc(1, sizeof(*l));
+	struct nccllog_fact f;
+	json_t *o;
+
+	(void)state;
+	assert_non_null(l);
+	assert_int_equal(parse("[2026-09-01 10:00:00] gpu-a:3333:3399 [0] init.cc:1200 "
+			       "(ncclCommInitRankFunc) NCCL ATTN a notice",
+			       &f),
+			 NLOG_ATTN);
+	assert_int_equal(f.pid, 3333);
+	assert_string_equal(f.u.warn.where, "init.cc:1200");
+	assert_string_equal(f.u.warn.text, "a notice");
+	o = nccllog_fact_json(&f);
+	assert_string_equal(json_string_value(json_object_get(o, "what")), "attn");
+	assert_string_equal(json_string_value(json_object_get(o, "where")), "init.cc:1200");
+	assert_string_equal(json_string_value(json_object_get(o, "text")), "a notice");
+	json_decref(o);
+	nccllog_apply(l, &f, 1);
+	assert_int_equal(l->nwarn, 0);
+	assert_string_equal(l->last_warn, "");
+	/* without a function, and without a location (not NCCL's) */
+	assert_int_equal(parse("gpu-a:1:2 [0] init.cc:12 NCCL ATTN x", &f), NLOG_ATTN);
+	assert_int_equal(parse("gpu-a:1:2 [0] NCCL ATTN x", &f), NLOG_NONE);
+	assert_true(nccllog_level_writes_file("ATTN"));
+	free(l);
+}
+
 static void test_init(void **state)
 {
 	struct nccllog_fact f;
@@ -494,7 +554,7 @@ static void test_hostile(void **state)
 		k = nccllog_parse(line, n, &f);
 		assert_true(k >= NLOG_NONE && k < NLOG_KIND_MAX);
 		assert_printable(f.host);
-		if (k == NLOG_WARN)
+		if (k == NLOG_WARN || k == NLOG_ATTN)
 			assert_printable(f.u.warn.text);
 		if (k == NLOG_CHANNEL) {
 			assert_printable(f.u.chan.transport);
@@ -665,7 +725,8 @@ static void test_policy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_prefix),	     cmocka_unit_test(test_init),
+		cmocka_unit_test(test_prefix),	     cmocka_unit_test(test_warn_230),
+		cmocka_unit_test(test_attn),	     cmocka_unit_test(test_init),
 		cmocka_unit_test(test_init_bad),     cmocka_unit_test(test_channels),
 		cmocka_unit_test(test_channels_bad), cmocka_unit_test(test_rings_gdr),
 		cmocka_unit_test(test_env_iface),    cmocka_unit_test(test_hostile),

@@ -13,8 +13,8 @@
 #include "nccl/nccllog.h"
 
 static const char *const kind_names[NLOG_KIND_MAX] = {
-	"none", "version", "init",  "channel", "ring",	"rings_connected",
-	"gdr",	"env",	   "iface", "network", "no_ib", "warn",
+	"none",	 "version", "init",  "channel", "ring", "rings_connected", "gdr", "env",
+	"iface", "network", "no_ib", "warn",	"attn",
 };
 
 const char *nccllog_kind_name(enum nccllog_kind k)
@@ -187,9 +187,11 @@ static bool dev_tok(const char *t, int *dev)
 }
 
 /*
- * What comes before " NCCL INFO " or " NCCL WARN ": [timestamp] host:pid:tid [dev] (and for a
- * WARN, file:line). The timestamp's format is the user's (NCCL_DEBUG_TIMESTAMP_FORMAT), so the
- * tokens are taken from the right and whatever precedes them is ignored.
+ * What comes before " NCCL INFO ", " NCCL WARN " or " NCCL ATTN ": [timestamp] host:pid:tid
+ * [dev] (and for a WARN or ATTN, file:line, and from 2.30 the function: "file:line (func)",
+ * debug.cc at v2.30.7-1, where it has one). The timestamp's format is the user's
+ * (NCCL_DEBUG_TIMESTAMP_FORMAT), so the tokens are taken from the right and whatever precedes
+ * them is ignored.
  */
 static bool prefix(char *left, bool warn, struct nccllog_fact *f, char *where, size_t wlen)
 {
@@ -199,6 +201,12 @@ static bool prefix(char *left, bool warn, struct nccllog_fact *f, char *where, s
 	if (!tokens(left, t, MAX_TOKENS, &n))
 		return false;
 	i = n - 1;
+	if (warn && i >= 0 && t[i][0] == '(') {
+		/* __func__: a name, never empty (NCCL leaves "()" out then) */
+		if (strlen(t[i]) < 3 || t[i][strlen(t[i]) - 1] != ')')
+			return false;
+		i--;
+	}
 	if (warn) {
 		if (i < 0 || !strchr(t[i], ':'))
 			return false;
@@ -622,8 +630,8 @@ static enum nccllog_kind message(char *m, struct nccllog_fact *f)
 
 enum nccllog_kind nccllog_parse(const char *line, size_t len, struct nccllog_fact *out)
 {
-	char buf[NLOG_LINE_MAX + 1], *info, *warn, *mark, *bare;
-	bool is_warn;
+	char buf[NLOG_LINE_MAX + 1], *info, *warn, *attn, *mark, *bare;
+	bool located;
 
 	memset(out, 0, sizeof(*out));
 	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -635,8 +643,17 @@ enum nccllog_kind nccllog_parse(const char *line, size_t len, struct nccllog_fac
 	buf[len] = '\0';
 	info = strstr(buf, " NCCL INFO ");
 	warn = strstr(buf, " NCCL WARN ");
-	is_warn = warn && (!info || warn < info);
-	mark = is_warn ? warn : info;
+	/*
+	 * 2.32's level between WARN and INFO, with a WARN's location (its src/debug.cc, read in a
+	 * copy: reference/nccl-versions.md §6; no 2.32 tag in reach)
+	 */
+	attn = strstr(buf, " NCCL ATTN ");
+	mark = info;
+	if (warn && (!mark || warn < mark))
+		mark = warn;
+	if (attn && (!mark || attn < mark))
+		mark = attn;
+	located = mark && mark != info;
 	if (!mark) {
 		/* NCCL_DEBUG=VERSION or WARN: "NCCL version ..." alone (maybe after a timestamp) */
 		bare = !strncmp(buf, "NCCL version ", 13) ? buf : strstr(buf, "] NCCL version ");
@@ -648,14 +665,14 @@ enum nccllog_kind nccllog_parse(const char *line, size_t len, struct nccllog_fac
 		return out->kind;
 	}
 	*mark = '\0';
-	if (!prefix(buf, is_warn, out, out->u.warn.where, sizeof(out->u.warn.where))) {
+	if (!prefix(buf, located, out, out->u.warn.where, sizeof(out->u.warn.where))) {
 		memset(out, 0, sizeof(*out));
 		return NLOG_NONE;
 	}
+	out->kind = mark == warn ? NLOG_WARN : mark == attn ? NLOG_ATTN : NLOG_NONE;
 	mark += strlen(" NCCL INFO ");
-	if (is_warn) {
+	if (located) {
 		copy_text(out->u.warn.text, sizeof(out->u.warn.text), mark, strlen(mark));
-		out->kind = NLOG_WARN;
 	} else {
 		out->kind = message(mark, out);
 	}

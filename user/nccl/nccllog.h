@@ -3,7 +3,8 @@
  * NCCL's own log, one line at a time (pure): NCCL_DEBUG=INFO output of NCCL 2.18-2.30 (src/
  * debug.cc's prefix "host:pid:tid [dev] NCCL INFO ", WARN's "[%F %T] " timestamp from 2.26) in,
  * one fact out: a communicator's Init START/COMPLETE, a channel's transport, a ring, "Connected
- * all rings", GPU Direct RDMA, a setting NCCL read, the interfaces it uses, a WARN. The text is
+ * all rings", GPU Direct RDMA, a setting NCCL read, the interfaces it uses, a WARN (2.30: with
+ * its function) or an ATTN (2.32). The text is
  * the job's (it can write anything into that file): every copy is bounded, every number checked,
  * and only printable ASCII leaves the parser. Also the policy of turning the log on for a job.
  */
@@ -34,6 +35,11 @@ enum nccllog_kind {
 	NLOG_NETWORK,  /* "Using network IB" */
 	NLOG_NO_IB,    /* "NET/IB : No device found." */
 	NLOG_WARN,     /* any WARN line */
+	/*
+	 * an ATTN line (2.32's NCCL_DEBUG=ATTN: "notices", between WARN and INFO): where and text
+	 * as a WARN's, not counted as one
+	 */
+	NLOG_ATTN,
 	NLOG_KIND_MAX,
 };
 
@@ -81,7 +87,7 @@ struct nccllog_fact {
 		struct {
 			char where[48]; /* "net_socket.cc:123" */
 			char text[200];
-		} warn;
+		} warn; /* NLOG_WARN, NLOG_ATTN */
 	} u;
 };
 
@@ -110,7 +116,7 @@ bool nccllog_expand_path(const char *pattern, const char *host, int pid, char *o
 
 /*
  * Would NCCL open NCCL_DEBUG_FILE at this NCCL_DEBUG? Only above VERSION (src/debug.cc):
- * WARN, INFO, ABORT, TRACE.
+ * WARN, ATTN (2.32), INFO, ABORT, TRACE.
  */
 bool nccllog_level_writes_file(const char *nccl_debug);
 

@@ -342,6 +342,7 @@ json_t *nccllog_fact_json(const struct nccllog_fact *f)
 		iface_json(o, f);
 		break;
 	case NLOG_WARN:
+	case NLOG_ATTN:
 		json_object_set_new(o, "where", json_string(f->u.warn.where));
 		json_object_set_new(o, "text", json_string(f->u.warn.text));
 		break;
@@ -389,10 +390,14 @@ bool nccllog_expand_path(const char *pattern, const char *host, int pid, char *o
 	return true;
 }
 
+/*
+ * ATTN: 2.32's level (WARN and notices) opens it too; NCCL before 2.32 knows no ATTN, logs
+ * nothing and opens no file, which is then never found
+ */
 bool nccllog_level_writes_file(const char *d)
 {
-	return d && (!strcasecmp(d, "WARN") || !strcasecmp(d, "INFO") || !strcasecmp(d, "ABORT") ||
-		     !strcasecmp(d, "TRACE"));
+	return d && (!strcasecmp(d, "WARN") || !strcasecmp(d, "ATTN") || !strcasecmp(d, "INFO") ||
+		     !strcasecmp(d, "ABORT") || !strcasecmp(d, "TRACE"));
 }
 
 /*

@@ -171,6 +171,32 @@ static void test_values(void **state)
 	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no local interface is 'eth'"));
 }
 
+/*
+ * NCCL_DEBUG=ATTN: 2.32's level (reference/nccl-versions.md §6), known; a library whose names
+ * lack 2.32's NCCL_DEBUG_LEVELS gets a note that it may be older and log nothing
+ */
+static void test_debug_attn(void **state)
+{
+	static const char *const names232[] = {"NCCL_DEBUG", "NCCL_DEBUG_LEVELS"};
+	struct lint_var v = {"NCCL_DEBUG", "ATTN"};
+	struct lint_env e = {.label = "this shell", .rank = -1, .v = &v, .n = 1};
+	struct lint_ctx c = ctx(true);
+	const struct lint_problem *p;
+	int n;
+
+	(void)state;
+	n = LINT1(true, "NCCL_DEBUG=attn");
+	assert_int_equal(n, 1);
+	assert_null(find(n, "NCCL_DEBUG", "not a level NCCL knows"));
+	p = find(n, "NCCL_DEBUG", "a level of NCCL 2.32 and later");
+	assert_non_null(p);
+	assert_int_equal(p->sev, LINT_INFO);
+	c.names = names232;
+	c.nnames = 2;
+	memset(out, 0, sizeof(out));
+	assert_int_equal(envlint(&c, &e, 1, out, MAXP), 0);
+}
+
 static void test_ib_settings(void **state)
 {
 	int n;
@@ -320,9 +346,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),		cmocka_unit_test(test_master_missing),
 		cmocka_unit_test(test_ifname_per_host), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_values),		cmocka_unit_test(test_launch_vars),
-		cmocka_unit_test(test_ib_settings),	cmocka_unit_test(test_across_ranks),
-		cmocka_unit_test(test_lost_to_sudo),
+		cmocka_unit_test(test_values),		cmocka_unit_test(test_debug_attn),
+		cmocka_unit_test(test_launch_vars),	cmocka_unit_test(test_ib_settings),
+		cmocka_unit_test(test_across_ranks),	cmocka_unit_test(test_lost_to_sudo),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -255,15 +255,26 @@ static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct
 			"an IB timeout of 0 means the QP never times out: a lost peer hangs the "
 			"transfer for ever instead of failing with IBV_WC_RETRY_EXC_ERR");
 	if (!strcmp(v->key, "NCCL_DEBUG")) {
-		static const char *const lv[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE"};
+		static const char *const lv[] = {"VERSION", "WARN",  "ATTN",
+						 "INFO",    "ABORT", "TRACE"};
 		bool ok = false;
 
 		for (size_t i = 0; i < sizeof(lv) / sizeof(lv[0]); i++)
 			ok |= !strcasecmp(v->value, lv[i]);
 		if (!ok)
-			problem(o, LINT_WARN, e, v, "VERSION, WARN, INFO, ABORT or TRACE",
+			problem(o, LINT_WARN, e, v,
+				"VERSION, WARN, ATTN (2.32+), INFO, ABORT or TRACE",
 				"NCCL_DEBUG=%s is not a level NCCL knows: it logs nothing",
 				v->value);
+		/*
+		 * ATTN (WARN and NCCL's notices) came in 2.32 with NCCL_DEBUG_LEVELS
+		 * (reference/nccl-versions.md §6); before, an unknown level logs nothing
+		 */
+		if (!strcasecmp(v->value, "ATTN") && !known_name(c, "NCCL_DEBUG_LEVELS"))
+			problem(o, LINT_INFO, e, v, "WARN, on an NCCL before 2.32",
+				"NCCL_DEBUG=ATTN is a level of NCCL 2.32 and later; %s has no "
+				"NCCL_DEBUG_LEVELS, so it may be older and log nothing",
+				c->names_from ? c->names_from : "the library");
 	}
 	if (!strcmp(v->key, "NCCL_SOCKET_IFNAME"))
 		check_ifname(c, o, e, v);

@@ -1,12 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# checks: 110
-# lane: long 125
+# checks: 132
+# lane: long 160
 # The fake NCCL in the shapes real builds have, each put in place of the default the ways users
 # do (LD_LIBRARY_PATH, LD_PRELOAD), under a job linked to libnccl that starts NCCL at once:
 #   default  2.28.9 with symbols and DWARF (the wheel's shape)
 #   release  2.28.3 as NVIDIA's .deb: -fvisibility=hidden, no -g, stripped: only the API
 #   v221     2.21.5 with symbols and DWARF, 2.21's internal names, layouts and call order
+#   v230     2.30.7 with symbols and DWARF: 2.29's ncclSocket.socketDescriptor and pointer
+#            ncclIbListenComm.stage, 2.30's names and WARN line (healthy, two faults, a WARN)
 # First what each library is (nm, readelf, nccltrace probes), then the fault matrix under
 # nccltrace with real BPF: each fault gives, on each version, the kind of finding that NCCL's
 # behaviour there calls for, naming the faulty rank and pid (the job's own fault marker), within
@@ -21,6 +23,7 @@ NJ=$ROOT/build/nccljob
 DEFAULT=$ROOT/build/fakenccl/libnccl.so.2
 RELEASE=$ROOT/build/fakenccl-2.28.3-release/libnccl.so.2
 V221=$ROOT/build/fakenccl-2.21.5/libnccl.so.2
+V230=$ROOT/build/fakenccl-2.30.7/libnccl.so.2
 export NCCLTRACE_CACHE_DIR=$TMP/cache
 THRESH=2
 DELAY=${VARIANTS_IMPORT_DELAY:-0}
@@ -36,7 +39,7 @@ all_words() {
 }
 
 # make builds them all: one missing is a broken build, not a reason to skip
-for f in "$NJ" "$DEFAULT" "$RELEASE" "$V221"; do
+for f in "$NJ" "$DEFAULT" "$RELEASE" "$V221" "$V230"; do
 	if [ ! -e "$f" ]; then
 		fail variants_fixtures "fixture not built: run make ($f)"
 		skip_rest variants "a fixture is missing (the failure above)"
@@ -105,6 +108,29 @@ check v221_no_later_names "2.22+ names in .symtab: $(grep -oE '_Z[0-9]+(ncclEnvP
 layout=$(awk '$1 ~ /^(ncclSocket\.(addr|state|type)|bootstrapState\.(rank|nranks)|ncclComm\.seqNumber|ncclIbListenComm\.stage)$/ {printf "%s=%s ", $1, $2}' <<<"$out")
 check v221_layout "$layout" -- test "$layout" = \
 	"ncclSocket.addr=16 ncclSocket.state=60 ncclSocket.type=80 ncclComm.seqNumber=-1 bootstrapState.rank=300 bootstrapState.nranks=304 ncclIbListenComm.stage=96 "
+
+# v230: 2.29-2.30's names (nccl-versions.md §1), and every offset from its DWARF, the socket's
+# fd (named socketDescriptor from 2.29) too: before, that one name lost them all
+out=$("$NT" probes "$V230" 2>&1)
+rc=$?
+check v230_probes_exit "exit $rc: $(grep -E 'missing .*\[core\]' <<<"$out")" -- test $rc -eq 0
+check v230_probes_version "$(grep -E '^(version|offsets):' <<<"$out" | tr '\n' ' ')" -- \
+	grep -qE '^version: +2\.30\.7$' <<<"$out"
+names_ok=1
+for want in "bootstrap_init _Z13bootstrapInitiPvP8ncclCommS1_" \
+	"socket_accept _Z16ncclSocketAcceptP10ncclSocketS0_b" \
+	"debug_log _Z20ncclDebugLogInternal17ncclDebugLogLevelmPKcS1_iS1_z" \
+	"role_ib_async _Z21ncclIbAsyncThreadMainPv"; do
+	set -- $want
+	awk -v p="$1" -v s="$2" '$1==p && $2=="ok" && $4==s {f=1} END {exit !f}' <<<"$out" ||
+		{ names_ok=0 && echo "# v230: want $1 ok as $2: $(grep "^$1 " <<<"$out")"; }
+done
+check v230_probes_names "a probe not resolved by its 2.30 name (see above)" -- test $names_ok = 1
+check v230_offsets_dwarf "$(grep -E '^offsets:' <<<"$out")" -- grep -qE '^offsets: +DWARF' <<<"$out"
+layout=$(awk '$1 ~ /^(ncclSocket\.(fd|addr|state|type)|ncclComm\.(rank|seqNumber)|bootstrapState\.rank|ncclIbListenComm\.stage)$/ {printf "%s=%s ", $1, $2}' <<<"$out")
+check v230_layout "$layout$(grep -E '^ncclIbListenComm\.stage' <<<"$out")" -- \
+	test "$layout" = "ncclSocket.fd=0 ncclSocket.addr=12 ncclSocket.state=52 ncclSocket.type=72 ncclComm.rank=1066192 ncclComm.seqNumber=1075728 bootstrapState.rank=476 ncclIbListenComm.stage=104 " -a \
+	-n "$(grep -E '^ncclIbListenComm\.stage +104 \(a pointer' <<<"$out")"
 
 # the job: linked to libnccl at exec, through a DT_RUNPATH that LD_LIBRARY_PATH overrides
 dyn=$(readelf -d "$NJ" 2>&1)
@@ -224,6 +250,35 @@ matrix() {
 matrix default "$DEFAULT" ring_setup_blocked collective_mismatch
 matrix release "$RELEASE" ring_setup_blocked collective_mismatch
 matrix v221 "$V221" stall none
+
+# 2.30: the two faults whose evidence is the socket and comm fields, and what a healthy run
+# reads there (the socket's fd and peer, the comm's hash and rank at bootstrap)
+healthy v230_healthy ldpath "$V230"
+if [ -n "$SKIPPING" ]; then
+	for c in socket_fields comm_fields; do skip "v230_$c" "$SKIPPING"; done
+else
+	D=$TMP/v230_healthy.jsonl
+	check v230_socket_fields "socket_connect exits: $(jq -c 'select(.type=="nccl" and .probe=="socket_connect" and .event=="exit") | {fd, addr, socket_type}' "$D" | head -2 | tr '\n' ' ')" -- \
+		jq_ok 'select(.type=="nccl" and .probe=="socket_connect" and .event=="exit" and .fd > 0 and (.addr // "" | test(":[0-9]+$")) and .socket_type == "bootstrap")' "$D"
+	check v230_comm_fields "bootstrap_init entries: $(jq -c 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter") | {comm_hash, rank, nranks}' "$D" | head -3 | tr '\n' ' ')" -- \
+		jq_ok 'select(.type=="nccl" and .probe=="bootstrap_init" and .event=="enter" and .rank==1 and .nranks==3 and (.comm_hash // "" | test("^[0-9a-f]{16}$")) and .comm_hash != "0000000000000000")' "$D"
+fi
+fault v230_ring_setup "$V230" ring-setup ring_setup_blocked
+fault v230_in_collective "$V230" in-collective stall
+# 2.30's WARN: through ncclDebugLogInternal's probe (ncclLastError) and in NCCL's log, whose
+# line now names the function ("init.c:N (fakencclTestWarn) NCCL WARN")
+name=v230_warn
+if [ -n "$SKIPPING" ]; then
+	for c in probe log; do skip "${name}_$c" "$SKIPPING"; done
+else
+	D=$TMP/$name.jsonl OUT=$TMP/$name.out
+	traced "$name" ldpath "$V230" "$OUT" "$D" --fault warn --fault-rank 1
+	check "${name}_probe" "nccl_warning: $(jq -c 'select(.type=="nccl_warning") | .text' "$D" | head -2 | tr '\n' ' ')" -- \
+		jq_ok 'select(.type=="nccl_warning") | .text | test("test warning from rank 1")' "$D"
+	check "${name}_log" "nccl_log warn: $(jq -c 'select(.type=="nccl_log" and .what=="warn") | {where, text}' "$D" | head -2 | tr '\n' ' ')" -- \
+		jq_ok 'select(.type=="nccl_log" and .what=="warn" and (.where | test("init\\.c:[0-9]+$")) and .text == "NET/Socket : test warning from rank 1")' "$D"
+	own_pkill "$NJ"
+fi
 
 # as on the GPU machine, where the system's NCCL is put in with LD_PRELOAD
 healthy default_preload preload "$DEFAULT"

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -446,69 +445,6 @@ static int on_event(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
-static double cpu_seconds(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-void session_footer(struct session *s, int exit_status)
-{
-	json_t *f;
-	struct rusage ru;
-
-	uint64_t supp[NT_P_MAX];
-
-	tracer__stats(s->tracer, s->stats);
-	f = record_footer(s->stats, tracer__suppressed(s->tracer, supp) ? NULL : supp, s->nfindings,
-			  cpu_seconds(), exit_status, clock_mono_ns());
-	/* the tracer's own peak memory, for the load and soak figures (docs/reliability.md) */
-	if (f && !getrusage(RUSAGE_SELF, &ru))
-		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
-				    json_integer(ru.ru_maxrss));
-	/* the tick's timing, and what serving pages took of the loop (docs/reliability.md) */
-	if (f) {
-		json_t *t = json_object_get(f, "totals");
-
-		json_object_set_new(t, "ticks", json_integer((json_int_t)s->timer_ticks));
-		json_object_set_new(t, "ticks_late", json_integer((json_int_t)s->timer_late));
-		json_object_set_new(t, "tick_gap_max_ms",
-				    json_real((double)s->timer_gap_max_ns / 1e6));
-		if (s->listen) {
-			json_object_set_new(t, "pages", json_integer((json_int_t)s->pages));
-			json_object_set_new(t, "page_s", json_real((double)s->page_ns / 1e9));
-			json_object_set_new(t, "page_max_ms",
-					    json_real((double)s->page_max_ns / 1e6));
-		}
-	}
-	if (f && gpuwatch_helper_cpu_s(s->gpu) >= 0) /* NVML's calls, in a process of its own */
-		json_object_set_new(json_object_get(f, "totals"), "nvml_helper_cpu_s",
-				    json_real(gpuwatch_helper_cpu_s(s->gpu)));
-	/* the last minute before the footer: whole, or after a clean end what the ring keeps */
-	session_ring_end(s);
-	if (f && s->dump) {
-		uint64_t held, dropped;
-
-		/* after the ring's last minute: the frames' part of tracer_cpu_s */
-		json_object_set_new(json_object_get(f, "totals"), "dump_cpu_s",
-				    json_real((double)s->dump_cpu_ns / 1e9));
-
-		dump__frames(s->dump, &held, &dropped);
-		json_object_set_new(f, "snapshots",
-				    json_pack("{s:I, s:I}", "held", (json_int_t)held, "thinned",
-					      (json_int_t)dropped));
-		if (s->opts.max_dump_bytes)
-			json_object_set_new(f, "budget", dump__budget_json(s->dump));
-	}
-	if (f && *gpuwatch_status(s->gpu))
-		json_object_set_new(f, "gpus", json_string(gpuwatch_status(s->gpu)));
-	session_dump(s, f);
-}
-
 /* Reap the job if it is done; true once it is. */
 static bool reap_job(struct session *s)
 {
@@ -869,7 +805,7 @@ int session_open(struct session *s, const struct launch_creds *cr)
 	h.ifaces = ifaces;
 	host_loopback_id(s->loopback, sizeof(s->loopback));
 	h.loopback = s->loopback;
-	h.setup_cpu_s = cpu_seconds();
+	h.setup_cpu_s = session_cpu_seconds();
 	/* a job already running keeps the environment it has: its own log files are read */
 	if (!s->attached)
 		job_env(s, cr);

@@ -125,6 +125,8 @@ int session_signals(struct session *s);
  * with the dump unfinished. 0 or -errno.
  */
 int session_block_signals(void);
+/* the tracer's CPU time so far (user + system), in seconds */
+double session_cpu_seconds(void);
 /* A signal that stops tracing (INT, TERM, HUP, QUIT) already pending, or 0 */
 int session_stop_pending(void);
 /* One record into the dump (taken over, NULL is ignored). */

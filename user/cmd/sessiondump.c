@@ -2,14 +2,18 @@
 /*
  * The session's dump: each record as it happens, and the snapshots at the rate of
  * --dump-detail: each second written at once while something happens, held in the dump's
- * pre-trigger ring while the job runs calm (present/dumpring.h, records.h's rate rule).
+ * pre-trigger ring while the job runs calm (present/dumpring.h, records.h's rate rule); and its
+ * footer.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include "cmd/gpuwatch.h"
 #include "cmd/session.h"
 #include "present/records.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* the trace goes on; only the file stops growing */
@@ -185,4 +189,67 @@ void session_dump_tick(struct session *s, uint64_t now)
 	if ((err = dump__tick(s->dump, now)))
 		dump_failed(s, err);
 	s->dump_cpu_ns += thread_cpu_ns() - t0;
+}
+
+double session_cpu_seconds(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+void session_footer(struct session *s, int exit_status)
+{
+	json_t *f;
+	struct rusage ru;
+
+	uint64_t supp[NT_P_MAX];
+
+	tracer__stats(s->tracer, s->stats);
+	f = record_footer(s->stats, tracer__suppressed(s->tracer, supp) ? NULL : supp, s->nfindings,
+			  session_cpu_seconds(), exit_status, clock_mono_ns());
+	/* the tracer's own peak memory, for the load and soak figures (docs/reliability.md) */
+	if (f && !getrusage(RUSAGE_SELF, &ru))
+		json_object_set_new(json_object_get(f, "totals"), "tracer_maxrss_kib",
+				    json_integer(ru.ru_maxrss));
+	/* the tick's timing, and what serving pages took of the loop (docs/reliability.md) */
+	if (f) {
+		json_t *t = json_object_get(f, "totals");
+
+		json_object_set_new(t, "ticks", json_integer((json_int_t)s->timer_ticks));
+		json_object_set_new(t, "ticks_late", json_integer((json_int_t)s->timer_late));
+		json_object_set_new(t, "tick_gap_max_ms",
+				    json_real((double)s->timer_gap_max_ns / 1e6));
+		if (s->listen) {
+			json_object_set_new(t, "pages", json_integer((json_int_t)s->pages));
+			json_object_set_new(t, "page_s", json_real((double)s->page_ns / 1e9));
+			json_object_set_new(t, "page_max_ms",
+					    json_real((double)s->page_max_ns / 1e6));
+		}
+	}
+	if (f && gpuwatch_helper_cpu_s(s->gpu) >= 0) /* NVML's calls, in a process of its own */
+		json_object_set_new(json_object_get(f, "totals"), "nvml_helper_cpu_s",
+				    json_real(gpuwatch_helper_cpu_s(s->gpu)));
+	/* the last minute before the footer: whole, or after a clean end what the ring keeps */
+	session_ring_end(s);
+	if (f && s->dump) {
+		uint64_t held, dropped;
+
+		/* after the ring's last minute: the frames' part of tracer_cpu_s */
+		json_object_set_new(json_object_get(f, "totals"), "dump_cpu_s",
+				    json_real((double)s->dump_cpu_ns / 1e9));
+
+		dump__frames(s->dump, &held, &dropped);
+		json_object_set_new(f, "snapshots",
+				    json_pack("{s:I, s:I}", "held", (json_int_t)held, "thinned",
+					      (json_int_t)dropped));
+		if (s->opts.max_dump_bytes)
+			json_object_set_new(f, "budget", dump__budget_json(s->dump));
+	}
+	if (f && *gpuwatch_status(s->gpu))
+		json_object_set_new(f, "gpus", json_string(gpuwatch_status(s->gpu)));
+	session_dump(s, f);
 }

@@ -3,7 +3,8 @@
  * The driver: the rule families in order, then each finding's identity and explanation. The
  * order matters: a later family may drop or take over an earlier one's finding about the same
  * process (the counters outrank the sockets, an IB error explains a death, setup blocking is
- * named only where nothing else named the rank).
+ * named only where nothing else named the rank, a wait on another host's rank joins the
+ * culprit here whose stop it is).
  */
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +75,8 @@ int diagnose(const struct snapshot *snap, const struct diag_config *cfg, struct 
 	setup_findings(s, cfg, out, &n, max);
 	straggler_findings(s, cfg, out, &n, max);
 	gpu_findings(s, out, &n, max);
+	/* last: whichever finding names a culprit here once the others had their say */
+	untraced_findings(s, cfg, out, &n);
 	for (int i = 0; i < n; i++) {
 		finding_key(s, &out[i]);
 		threshold_evidence(s, cfg, &out[i]);

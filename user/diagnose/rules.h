@@ -78,6 +78,13 @@ void retry_findings(const struct snapshot *s, const struct diag_config *cfg, str
 void setup_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
 		    int *n, int max);
 
+/*
+ * untraced.c: a wait on another host's rank that is the same stop as a culprit named here joins
+ * its finding (issue 51); one that stays its own says what the counters show of this host
+ */
+void untraced_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
+		       int *n);
+
 /* stackev.c: the culprit's and the longest waiter's stacks as evidence */
 void stack_evidence(const struct snapshot *s, struct finding *f);
 /* pyev.c: the culprit's top Python frame in the summary, the waiters', the divergence */

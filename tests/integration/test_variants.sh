@@ -63,6 +63,18 @@ check release_last_error_hidden "ncclLastError exported" -- text_lacks "$dyn" nc
 sections=$(readelf -S -W "$RELEASE" 2>&1)
 check release_stripped "symbols or DWARF left: $(grep -oE '\.(symtab|debug_[a-z]+)' <<<"$sections" | tr '\n' ' ')" -- \
 	text_lacks "$sections" '\.(symtab|debug_info) '
+# resolved_as TAG "PROBE SYMBOL"...: `probes` ($out) resolved each probe by that symbol; says
+# which it did not
+resolved_as() {
+	local tag=$1 want ok=0
+	shift
+	for want in "$@"; do
+		set -- $want
+		awk -v p="$1" -v s="$2" '$1==p && $2=="ok" && $4==s {f=1} END {exit !f}' <<<"$out" ||
+			{ ok=1 && echo "# $tag: want $1 ok as $2: $(grep "^$1 " <<<"$out")"; }
+	done
+	return $ok
+}
 bid() { readelf -n "$1" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p'; }
 check release_build_id "build-id '$(bid "$RELEASE")', the default's '$(bid "$DEFAULT")'" -- \
 	test -n "$(bid "$RELEASE")" -a "$(bid "$RELEASE")" != "$(bid "$DEFAULT")"
@@ -86,19 +98,14 @@ rc=$?
 check v221_probes_exit "exit $rc: $(grep -E 'missing .*\[core\]' <<<"$out")" -- test $rc -eq 0
 check v221_probes_version "$(grep -E '^(version|offsets):' <<<"$out" | tr '\n' ' ')" -- \
 	grep -qE '^version: +2\.21\.5$' <<<"$out"
-names_ok=1
-for want in "bootstrap_init _Z13bootstrapInitP19ncclBootstrapHandleP8ncclComm" \
+check v221_probes_names "a probe not resolved by its 2.21 name (see above)" -- resolved_as v221 \
+	"bootstrap_init _Z13bootstrapInitP19ncclBootstrapHandleP8ncclComm" \
 	"init_transports _ZL18initTransportsRankP8ncclCommS0_" \
 	"topo_get_system _Z17ncclTopoGetSystemP8ncclCommPP14ncclTopoSystem" \
 	"p2p_setup _Z21ncclTransportP2pSetupP8ncclCommP13ncclTopoGraphiPi" \
 	"env _Z10ncclGetEnvPKc" \
 	"net_socket_connect _Z20ncclNetSocketConnectiPvPS_PP24ncclNetDeviceHandle_v7_t" \
-	"ib_connect _Z13ncclIbConnectiPvPS_PP24ncclNetDeviceHandle_v7_t"; do
-	set -- $want
-	awk -v p="$1" -v s="$2" '$1==p && $2=="ok" && $4==s {f=1} END {exit !f}' <<<"$out" ||
-		{ names_ok=0 && echo "# v221: want $1 ok as $2: $(grep "^$1 " <<<"$out")"; }
-done
-check v221_probes_names "a probe not resolved by its 2.21 name (see above)" -- test $names_ok = 1
+	"ib_connect _Z13ncclIbConnectiPvPS_PP24ncclNetDeviceHandle_v7_t"
 missing=$(awk '$2=="missing" {print $1}' <<<"$out" | tr '\n' ' ')
 check v221_probes_absent "ring/tree connect and the retry check must be missing; missing: $missing" -- \
 	all_words "$missing" ring_connect tree_connect connect_retry
@@ -116,16 +123,11 @@ rc=$?
 check v230_probes_exit "exit $rc: $(grep -E 'missing .*\[core\]' <<<"$out")" -- test $rc -eq 0
 check v230_probes_version "$(grep -E '^(version|offsets):' <<<"$out" | tr '\n' ' ')" -- \
 	grep -qE '^version: +2\.30\.7$' <<<"$out"
-names_ok=1
-for want in "bootstrap_init _Z13bootstrapInitiPvP8ncclCommS1_" \
+check v230_probes_names "a probe not resolved by its 2.30 name (see above)" -- resolved_as v230 \
+	"bootstrap_init _Z13bootstrapInitiPvP8ncclCommS1_" \
 	"socket_accept _Z16ncclSocketAcceptP10ncclSocketS0_b" \
 	"debug_log _Z20ncclDebugLogInternal17ncclDebugLogLevelmPKcS1_iS1_z" \
-	"role_ib_async _Z21ncclIbAsyncThreadMainPv"; do
-	set -- $want
-	awk -v p="$1" -v s="$2" '$1==p && $2=="ok" && $4==s {f=1} END {exit !f}' <<<"$out" ||
-		{ names_ok=0 && echo "# v230: want $1 ok as $2: $(grep "^$1 " <<<"$out")"; }
-done
-check v230_probes_names "a probe not resolved by its 2.30 name (see above)" -- test $names_ok = 1
+	"role_ib_async _Z21ncclIbAsyncThreadMainPv"
 check v230_offsets_dwarf "$(grep -E '^offsets:' <<<"$out")" -- grep -qE '^offsets: +DWARF' <<<"$out"
 layout=$(awk '$1 ~ /^(ncclSocket\.(fd|addr|state|type)|ncclComm\.(rank|seqNumber)|bootstrapState\.rank|ncclIbListenComm\.stage)$/ {printf "%s=%s ", $1, $2}' <<<"$out")
 check v230_layout "$layout$(grep -E '^ncclIbListenComm\.stage' <<<"$out")" -- \

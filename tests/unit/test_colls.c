@@ -191,6 +191,36 @@ static void test_coll_overrides_socket_culprit(void **state)
 }
 
 /*
+ * The counts are read at ticks: the waiters' launch of the next collective is seen up to a
+ * tick after their sockets fell silent, so the sockets' rule names rank 1 while the counters
+ * last moved within their threshold (a loaded machine: test_profiler's stall, once in a lane).
+ * The counts join that finding from its first record; they name nobody themselves yet.
+ */
+static void test_coll_counts_join_socket_finding(void **state)
+{
+	struct world *w = stalled_ring(3, 1, 'S');
+	struct finding out[MAX_OUT];
+
+	(void)state;
+	for (int r = 0; r < 3; r++)
+		add_comm(w, r, 3, r == 1 ? 9 : 10, NOW - 300 * MSEC);
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].rank, 1);
+	assert_int_equal(out[0].comm_hash, HASH);
+	assert_true(evidence_has(&out[0], "EAGAIN"));
+	assert_true(evidence_has(&out[0], "rank 1 (pid 101) launched AllReduce 9"));
+	assert_true(evidence_has(&out[0], "launched AllReduce 10"));
+	free(w);
+	/* equal counts join nothing: the sockets' finding alone */
+	w = stalled_ring(3, 1, 'S');
+	for (int r = 0; r < 3; r++)
+		add_comm(w, r, 3, 10, NOW - 300 * MSEC);
+	assert_int_equal(run(w, out), 1);
+	assert_false(evidence_has(&out[0], "launched AllReduce"));
+	free(w);
+}
+
+/*
  * Real NCCL at 8 ranks (the wheel, 2.28.9, on one GPU as 8 hosts): rank 1 slept before
  * AllReduce #251 and has just launched it. The others, inside it since, still spin on silent
  * sockets of several channels whose rings differ, and the socket each was seen waiting on
@@ -514,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_coll_mismatch_functions),
 		cmocka_unit_test(test_coll_mismatch_arguments),
 		cmocka_unit_test(test_coll_overrides_socket_culprit),
+		cmocka_unit_test(test_coll_counts_join_socket_finding),
 		cmocka_unit_test(test_coll_cycle_while_launching),
 		cmocka_unit_test(test_coll_destroyed_member),
 		cmocka_unit_test(test_straggler),

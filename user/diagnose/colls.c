@@ -743,6 +743,44 @@ static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 }
 
 /*
+ * Counters still within their threshold, where another rule (the sockets, the stacks) has
+ * already named a member behind: its counts are evidence there from the finding's first
+ * record. The counts are read at ticks, so their last change is seen up to a tick after the
+ * waiters' sockets fell silent, and the sockets' rule opens first by that much (a loaded
+ * machine, a slow tick). Evidence only: no finding opened, none named otherwise.
+ */
+static void counts_corroborate(const struct snapshot *s, const struct comm_view *v,
+			       struct finding *out, int n)
+{
+	bool ordered, equal;
+
+	comm_order(s, v, &ordered, &equal);
+	if (!ordered || equal || !someone_waits(s, v))
+		return;
+	for (int k = 0; k < v->nm; k++) {
+		const struct snap_comm *c = &s->comms[v->mem[k]];
+
+		if (snap_comm_total(c) != v->least)
+			continue;
+		if (launching(s, c) || just_finished(s, c))
+			return;
+	}
+	for (int k = 0; k < v->nm; k++) {
+		const struct snap_comm *c = &s->comms[v->mem[k]];
+
+		if (snap_comm_total(c) != v->least)
+			continue;
+		for (int j = 0; j < n; j++) {
+			if (out[j].pid != c->pid || out[j].cycle)
+				continue;
+			if (!out[j].comm_hash)
+				out[j].comm_hash = c->hash;
+			comm_evidence(s, &out[j], v->mem, v->nm, c->pid);
+		}
+	}
+}
+
+/*
  * Without sockets (NVLink, SHM) a hang shows only in NCCL's counters: the members of a
  * communicator stopped launching, some have launched more than others. The ranks behind are
  * where the others wait; ranks in different collectives (or one collective with different
@@ -764,8 +802,10 @@ void coll_findings(const struct snapshot *s, const struct diag_config *cfg, stru
 		if (!comm_view(s, i, &v))
 			continue;
 		/* still moving: slow perhaps, not stuck (as its slowest member's rhythm goes) */
-		if (s->now_ns - v.moved <= members_threshold(s, cfg, v.mem, v.nm))
+		if (s->now_ns - v.moved <= members_threshold(s, cfg, v.mem, v.nm)) {
+			counts_corroborate(s, &v, out, *n);
 			continue;
+		}
 		comm_order(s, &v, &ordered, &equal);
 		if (!ordered)
 			func_mismatch(s, &v, out, n, max);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "diagnose/envlint.h"
+#include "nccl/ncclparams.h"
 
 #define MAXP 32
 
@@ -169,6 +170,37 @@ static void test_values(void **state)
 	assert_non_null(find(n, "NCCL_SOCKET_RETRY_CNT", "no connect retries"));
 	n = LINT1(true, "NCCL_SOCKET_IFNAME==eth"); /* exact: eth is not eth0 */
 	assert_non_null(find(n, "NCCL_SOCKET_IFNAME", "no local interface is 'eth'"));
+}
+
+/*
+ * 2.29's NCCL_SOCKET_POLL_TIMEOUT_MSEC, in the built-in table (no library at hand): read by
+ * NCCL, and said to be no timeout; 2.30's IB port failover known, nothing to say
+ */
+static void test_socket_poll_not_timeout(void **state)
+{
+	struct lint_var v[2] = {{"NCCL_SOCKET_POLL_TIMEOUT_MSEC", "100"},
+				{"NCCL_IB_RESILIENCY_PORT_FAILOVER", "1"}};
+	struct lint_env e = {.label = "this shell", .rank = -1, .v = v, .n = 2};
+	struct lint_ctx c = ctx(true);
+	const char *tbl[400];
+	const struct lint_problem *p;
+	int n = 0;
+
+	(void)state;
+	for (const struct nccl_param *q; (q = nccl_param_at(n)) && n < 400; n++)
+		tbl[n] = q->name;
+	c.names = tbl;
+	c.nnames = n;
+	c.names_from = "the built-in table";
+	memset(out, 0, sizeof(out));
+	n = envlint(&c, &e, 1, out, MAXP);
+	assert_int_equal(n, 1);
+	p = find(n, "NCCL_SOCKET_POLL_TIMEOUT_MSEC", "it is no timeout");
+	assert_non_null(p);
+	assert_int_equal(p->sev, LINT_INFO);
+	v[0].value = "0";
+	memset(out, 0, sizeof(out));
+	assert_int_equal(envlint(&c, &e, 1, out, MAXP), 0);
 }
 
 /*
@@ -347,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_clean),		cmocka_unit_test(test_master_missing),
 		cmocka_unit_test(test_ifname_per_host), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_values),		cmocka_unit_test(test_debug_attn),
+		cmocka_unit_test(test_socket_poll_not_timeout),
 		cmocka_unit_test(test_launch_vars),	cmocka_unit_test(test_ib_settings),
 		cmocka_unit_test(test_across_ranks),	cmocka_unit_test(test_lost_to_sudo),
 	};

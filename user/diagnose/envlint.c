@@ -254,6 +254,14 @@ static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct
 		problem(o, LINT_WARN, e, v, "use a finite value (default 20, about 4.3 s per try)",
 			"an IB timeout of 0 means the QP never times out: a lost peer hangs the "
 			"transfer for ever instead of failing with IBV_WC_RETRY_EXC_ERR");
+	/* src/misc/socket.cc socketWait() (2.29-2.30.7): only whether it is 0 is read */
+	if (!strcmp(v->key, "NCCL_SOCKET_POLL_TIMEOUT_MSEC") && strcmp(v->value, "0"))
+		problem(o, LINT_INFO, e, v,
+			"for a bound on a hang: PyTorch's init_process_group(timeout=...)",
+			"NCCL_SOCKET_POLL_TIMEOUT_MSEC=%s (NCCL 2.29+) makes NCCL's blocking socket "
+			"waits sleep in poll() instead of spinning; it is no timeout: a wait on a "
+			"silent peer still lasts for ever",
+			v->value);
 	if (!strcmp(v->key, "NCCL_DEBUG")) {
 		static const char *const lv[] = {"VERSION", "WARN",  "ATTN",
 						 "INFO",    "ABORT", "TRACE"};

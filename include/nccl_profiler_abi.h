@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NCCL's profiler plugin ABI, versions 1 to 6, as nccltrace's plugin (user/plugin/), the fake
+ * NCCL's profiler plugin ABI, versions 1 to 7, as nccltrace's plugin (user/plugin/), the fake
  * NCCL's loader (tests/fixtures/fakeprof.c) and the unit tests see it. Our own declarations of
  * what NCCL passes: field names follow NCCL's so that they can be checked against its headers
  * (src/include/plugin/profiler/profiler_v*.h, ext-profiler/example/nccl/ at v2.23.4-1 ... v2.30.7-1).
@@ -8,7 +8,9 @@
  * Every offset the plugin reads is pinned below. v1 to v5 were checked against the DWARF of the
  * real NCCL 2.28.9 (CUDA 13.0 toolkit, `gdb -batch -ex 'ptype /o ncclProfilerEventDescr_v5_t'`:
  * 2.28 carries all five for its compatibility shims); v6 (2.29, 2.30) from its header, whose
- * coll, p2p and API members are v5's.
+ * coll, p2p and API members are v5's; v7 (2.31.2) from its header (NVIDIA/nccl
+ * src/include/plugin/profiler/profiler_v7.h), which appends a userTag to the API, coll and p2p
+ * members and adds the kernelPhase sub-event (not built here: no NCCL 2.31.2 source tag yet).
  *
  *   version  NCCL       init arguments                                  type field
  *   v1       2.23       (ctx, mask)                                     uint8_t
@@ -17,6 +19,7 @@
  *   v4       2.27       (ctx, mask, name, commHash, nNodes, nranks, rank, logfn)  uint8_t
  *   v5       2.28       (ctx, commId, mask, name, nNodes, nranks, rank, logfn)    uint64_t
  *   v6       2.29-2.30  as v5                                           uint64_t
+ *   v7       2.31.2-    as v5                                           uint64_t
  */
 #ifndef NT_NCCL_PROFILER_ABI_H
 #define NT_NCCL_PROFILER_ABI_H
@@ -44,6 +47,10 @@ enum {
 	NCCLP_COLL_API = 1 << 9,   /* v5+ */
 	NCCLP_P2P_API = 1 << 10,   /* v5+ */
 	NCCLP_KERNEL_LAUNCH = 1 << 11,
+	NCCLP_CE_COLL = 1 << 12,      /* v6+: copy-engine collectives */
+	NCCLP_CE_SYNC = 1 << 13,      /* v6+ */
+	NCCLP_CE_BATCH = 1 << 14,     /* v6+ */
+	NCCLP_KERNEL_PHASE = 1 << 15, /* v7+: a kernel's barrier phases, GPU timestamps */
 };
 
 /*
@@ -249,6 +256,71 @@ struct ncclp_descr_v5 {
  */
 #define ncclp_descr_v6 ncclp_descr_v5
 
+/*
+ * v7 (2.31.2): v6's members, each call's userTag (0: untagged) appended to collApi, p2pApi,
+ * coll and p2p (and ceColl), coll's kernelVariant and isSymColl before it, and kernelPhase
+ * (channelId, phaseId 0 initial sync, 1 compute, 2 final sync, phaseName, pTimer). What
+ * nccltrace reads is at v5's offsets; the userTags are new.
+ */
+struct ncclp_descr_v7 {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct {
+			bool graphCaptured;
+			int groupDepth;
+		} groupApi;
+		struct {
+			const char *func;
+			size_t count;
+			const char *datatype;
+			int root;
+			void *stream;
+			bool graphCaptured;
+			uint64_t userTag;
+		} collApi;
+		struct {
+			const char *func;
+			size_t count;
+			const char *datatype;
+			void *stream;
+			bool graphCaptured;
+			uint64_t userTag;
+		} p2pApi;
+		struct {
+			uint64_t seqNumber;
+			const char *func;
+			const void *sendBuff;
+			void *recvBuff;
+			size_t count;
+			int root;
+			const char *datatype;
+			uint8_t nChannels, nWarps;
+			const char *algo, *proto;
+			void *parentGroup;
+			const char *kernelVariant;
+			bool isSymColl;
+			uint64_t userTag;
+		} coll;
+		struct {
+			const char *func;
+			void *buff;
+			const char *datatype;
+			size_t count;
+			int peer;
+			uint8_t nChannels;
+			void *parentGroup;
+			uint64_t userTag;
+		} p2p;
+		struct {
+			uint8_t channelId, phaseId;
+			const char *phaseName;
+			uint64_t pTimer;
+		} kernelPhase;
+	};
+};
+
 typedef ncclpResult_t (*ncclp_start_fn)(void *ctx, void **eHandle, void *eDescr);
 typedef ncclpResult_t (*ncclp_stop_fn)(void *eHandle);
 typedef ncclpResult_t (*ncclp_record_fn)(void *eHandle, int eState, void *eStateArgs);
@@ -276,7 +348,7 @@ struct ncclp_plugin_v4 {
 	ncclp_finalize_fn finalize;
 };
 
-/* ncclProfiler_v5_t, ncclProfiler_v6_t */
+/* ncclProfiler_v5_t, ncclProfiler_v6_t, ncclProfiler_v7_t */
 struct ncclp_plugin_v5 {
 	const char *name;
 	ncclpResult_t (*init)(void **ctx, uint64_t commId, int *eActivationMask,
@@ -349,6 +421,25 @@ _Static_assert(NCCLP_OFF(ncclp_descr_v5, collApi.func) == 24 &&
 		       NCCLP_OFF(ncclp_descr_v5, p2p.peer) == 56 &&
 		       sizeof(struct ncclp_descr_v5) == 112,
 	       "v5 api/coll/p2p");
+/* v7: v5's offsets where read, the userTags after them (from profiler_v7.h's layout) */
+_Static_assert(NCCLP_OFF(ncclp_descr_v7, collApi.func) == 24 &&
+		       NCCLP_OFF(ncclp_descr_v7, collApi.graphCaptured) == 64 &&
+		       NCCLP_OFF(ncclp_descr_v7, collApi.userTag) == 72 &&
+		       NCCLP_OFF(ncclp_descr_v7, p2pApi.userTag) == 64 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.seqNumber) == 24 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.func) == 32 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.count) == 56 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.root) == 64 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.datatype) == 72 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.parentGroup) == 104 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.kernelVariant) == 112 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.isSymColl) == 120 &&
+		       NCCLP_OFF(ncclp_descr_v7, coll.userTag) == 128 &&
+		       NCCLP_OFF(ncclp_descr_v7, p2p.peer) == 56 &&
+		       NCCLP_OFF(ncclp_descr_v7, p2p.userTag) == 72 &&
+		       NCCLP_OFF(ncclp_descr_v7, kernelPhase.pTimer) == 40 &&
+		       sizeof(struct ncclp_descr_v7) == 136,
+	       "v7 api/coll/p2p");
 _Static_assert(sizeof(struct ncclp_plugin_v1) == 48 && sizeof(struct ncclp_plugin_v4) == 48 &&
 		       sizeof(struct ncclp_plugin_v5) == 48 &&
 		       NCCLP_OFF(ncclp_plugin_v5, finalize) == 40,

@@ -78,8 +78,8 @@ struct ntprof_rec {
 	__u8 dtype;  /* ncclDataType_t, 0xff unknown */
 	__u8 op;     /* ncclRedOp_t where the version gives it (v1), else 0xff */
 	__u8 flags;  /* enum ntprof_rec_flags */
-	__u64 check; /* ntprof_rec_check() of the words above and the slot's gen */
-	__u64 pad;
+	__u64 check;	/* ntprof_rec_check() of the other words and the slot's gen */
+	__u64 user_tag; /* v7 (NCCL 2.31.2+): the call's userTag; 0 untagged or before v7 */
 };
 
 /* One communicator (a profiler context): all but its records, which the tracer reads apart */
@@ -88,7 +88,7 @@ struct ntprof_comm_head {
 	__u64 gen;		    /* the slot's generation: a change means another communicator */
 	__u64 hash;		    /* commHash (v1-v4), commId (v5+; equal to commHash in 2.26+) */
 	__s32 rank, nranks, nnodes; /* -1 where the version does not say */
-	__u32 api;		    /* profiler API version NCCL called init with, 1..6 */
+	__u32 api;		    /* profiler API version NCCL called init with, 1..7 */
 	char name[NTPROF_NAME];	    /* commName, "" if none */
 	__u64 init_ns;
 	__u64 id_check; /* ntprof_id_check() of the words above */
@@ -182,6 +182,7 @@ static inline __u64 ntprof_rec_check(const struct ntprof_rec *r, __u64 gen)
 	h = (h ^ r->count) * k;
 	h = (h ^ r->seq) * k;
 	h = (h ^ r->sig) * k;
+	h = (h ^ r->user_tag) * k;
 	h = (h ^ ntprof_rec_packed(r)) * k;
 	return ntprof_mix(h, 0);
 }

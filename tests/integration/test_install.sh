@@ -72,7 +72,7 @@ out=$(env -u NCCLTRACE_LIBDIR NCCLTRACE_NVML="$ROOT/build/fakenvml/libnvidia-ml.
 check installed_helper "$(grep GPU <<<"$out")" -- grep -q '^info *GPU NVML: NVML 580.95.05, 1 GPU$' <<<"$out"
 v=$("$I/usr/sbin/nccltrace" --version)
 check version "$v" -- bash -c 'grep -q "^nccltrace [0-9a-f]" <<<"$1" && grep -qx "dump format 2 (reads 1-2)" <<<"$1" &&
-	grep -q "^NCCL: probes by name for 2.18-2.30" <<<"$1" && grep -q "^NCCL profiler plugin: API v1-v6" <<<"$1"' _ "$v"
+	grep -q "^NCCL: probes by name for 2.18-2.30" <<<"$1" && grep -q "^NCCL profiler plugin: API v1-v7" <<<"$1"' _ "$v"
 
 # the package: made, installed into a scratch dpkg root (its libraries' packages are the
 # machine's, not the scratch root's: --force-depends), removed leaving none of its files

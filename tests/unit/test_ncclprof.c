@@ -2,8 +2,8 @@
 /*
  * nccltrace's NCCL profiler plugin and the tracer's reader of it, together: the real plugin
  * (build/libnccl-profiler-nccltrace.so, dlopened) is driven with descriptors laid out byte by
- * byte as NCCL lays them out for each API version (offsets from NCCL 2.28.9's DWARF, v6 from
- * its header), and the tracer's code reads the state back from this process's memory with
+ * byte as NCCL lays them out for each API version (offsets from NCCL 2.28.9's DWARF, v6 and v7
+ * from their headers), and the tracer's code reads the state back from this process's memory with
  * process_vm_readv, as it reads a rank's. Then torn, corrupt and random memory.
  *
  * Over 700 lines on purpose: every test drives the one dlopened plugin and reads it back with
@@ -44,7 +44,7 @@ struct plugin {
 };
 
 static void *lib;
-static const struct plugin *plug[7];
+static const struct plugin *plug[8];
 static struct ntprof_state *st;
 
 static int load(void **state)
@@ -60,7 +60,7 @@ static int load(void **state)
 	lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!lib)
 		fail_msg("dlopen %s: %s", path, dlerror());
-	for (int v = 1; v <= 6; v++) {
+	for (int v = 1; v <= 7; v++) {
 		char sym[32];
 
 		snprintf(sym, sizeof(sym), "ncclProfiler_v%d", v);
@@ -84,7 +84,7 @@ static uint64_t now_ns(void)
 /* ---- descriptors, byte by byte ---- */
 
 struct descr {
-	_Alignas(8) unsigned char b[128];
+	_Alignas(8) unsigned char b[144];
 };
 
 #define PUT(d, off, type, v)                                                                       \
@@ -139,6 +139,11 @@ static void coll_descr(struct descr *d, int v, uint64_t hash, uint64_t seq, int 
 		PUT(d, 80, uint8_t, 1);
 		PUT(d, 88, const char *, "RING");
 		PUT(d, 96, const char *, "SIMPLE");
+		/* v7: kernelVariant 112, isSymColl 120, the call's userTag 128 */
+		if (v >= 7) {
+			PUT(d, 112, const char *, "AllReduce_Sum_f32_RING_SIMPLE");
+			PUT(d, 128, uint64_t, 0x7a60000 + seq);
+		}
 		break;
 	}
 }
@@ -279,7 +284,7 @@ static json_t *prof_comm_json(struct reader *r, uint64_t hash, json_t **whole)
 static void test_decode_each_version(void **state)
 {
 	(void)state;
-	for (int v = 1; v <= 6; v++) {
+	for (int v = 1; v <= 7; v++) {
 		uint64_t hash = 0x1000 + v;
 		struct reader r;
 		struct descr d;
@@ -331,6 +336,13 @@ static void test_decode_each_version(void **state)
 		assert_int_equal(
 			json_integer_value(json_object_get(json_array_get(recent, 3), "datatype")),
 			8);
+		/* v7: each call's userTag (AllReduce #2 is seqNumber 1), none before */
+		if (v >= 7)
+			assert_int_equal(json_integer_value(json_object_get(
+						 json_array_get(recent, 2), "user_tag")),
+					 0x7a60001);
+		else
+			assert_null(json_object_get(json_array_get(recent, 2), "user_tag"));
 		json_decref(whole);
 		/* a record of the communicator in the dump, with the version NCCL drove */
 		{

@@ -18,7 +18,7 @@ static const char *version_text(void)
 		 "NCCL: probes by name for 2.18-2.30 (NVIDIA/nccl v2.18.6-1 ... v2.30.7-1; later "
 		 "versions are probed by the same names where they have them: "
 		 "'nccltrace probes LIB' says what a library offers)\n"
-		 "NCCL profiler plugin: API v1-v6 (NCCL 2.23-2.30)\n",
+		 "NCCL profiler plugin: API v1-v7 (NCCL 2.23-2.31)\n",
 		 NT_VERSION, NT_DUMP_FORMAT, NT_DUMP_FORMAT);
 	return text;
 }

@@ -174,7 +174,7 @@ static int head_ok(const struct ntprof_state *h, int pid)
 
 static bool id_ok(const struct ntprof_comm_head *c)
 {
-	return c->id_check && c->id_check == ntprof_id_check(c) && c->api >= 1 && c->api <= 6 &&
+	return c->id_check && c->id_check == ntprof_id_check(c) && c->api >= 1 && c->api <= 7 &&
 	       c->rank >= -1 && c->nranks >= -1 && c->nnodes >= -1 && c->rank < 1 << 24 &&
 	       c->nranks < 1 << 24 && c->nnodes < 1 << 24 && (c->nranks < 0 || c->rank < c->nranks);
 }

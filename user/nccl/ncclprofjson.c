@@ -30,7 +30,7 @@ static int ids_read(const struct pproc *pp)
 
 /* what a process's dump record writes of one of its collectives */
 struct held_rec {
-	uint64_t ord, ts_ns, count, seq;
+	uint64_t ord, ts_ns, count, seq, user_tag;
 	int32_t root;
 	uint8_t func, dtype, op;
 };
@@ -65,7 +65,8 @@ static void pcomm_hold(const struct pcomm *m, struct held_pcomm *h)
 						 .root = r->root,
 						 .func = r->func,
 						 .dtype = r->dtype,
-						 .op = r->op};
+						 .op = r->op,
+						 .user_tag = r->user_tag};
 	}
 }
 
@@ -146,6 +147,10 @@ json_t *nprof_copy_json(const struct nprof_copy *c, uint64_t now)
 			if (r->op != 0xff)
 				json_object_set_new(ro, "op", json_integer(r->op));
 			json_object_set_new(ro, "ts_ns", json_integer((json_int_t)r->ts_ns));
+			/* v7: the userTag the framework gave the call (NCCL 2.31.2+) */
+			if (r->user_tag)
+				json_object_set_new(ro, "user_tag",
+						    json_integer((json_int_t)r->user_tag));
 			json_array_append_new(rec, ro);
 		}
 		json_object_set_new(co, "recent", rec);

@@ -174,7 +174,8 @@ struct pev {
 	uint64_t seq;
 	uint64_t count;
 	int func, dtype, op, root;
-	bool graph; /* API events (v5+): graph-captured */
+	bool graph;	   /* API events (v5+): graph-captured */
+	uint64_t user_tag; /* v7: the call's userTag (Coll) */
 };
 
 /* v1-v3: the identity comes with the first event (init had none) */
@@ -227,6 +228,7 @@ static void coll_start(struct ntprof_comm *c, const struct pev *e)
 	r.func = (uint8_t)e->func;
 	r.dtype = (uint8_t)e->dtype;
 	r.op = (uint8_t)e->op;
+	r.user_tag = e->user_tag;
 	if (chained) {
 		r.sig = ntprof_mix(c->h.last_sig, ntprof_rec_sig(&r));
 		c->h.last_sig = r.sig;
@@ -247,6 +249,7 @@ static void coll_start(struct ntprof_comm *c, const struct pev *e)
 	STORE(&slot->dtype, r.dtype);
 	STORE(&slot->op, r.op);
 	STORE(&slot->flags, r.flags);
+	STORE(&slot->user_tag, r.user_tag);
 	__atomic_store_n(&slot->check, r.check, __ATOMIC_RELEASE);
 	if (e->func >= 0 && e->func < NTPROF_NFUNC) {
 		if (chained)
@@ -431,6 +434,36 @@ static ncclpResult_t start_v5(void *ctx, void **eHandle, void *descr)
 	return 0;
 }
 
+/*
+ * v7: v5's members where read, and the call's userTag. KernelPhase (and KernelCh, its parent)
+ * stay off: an event per channel and phase of every collective, read back from the GPU by
+ * NCCL's proxy thread, to tell a kernel that never started or never finished; not asked for
+ * until its cost on a real 2.31 is measured.
+ */
+static ncclpResult_t start_v7(void *ctx, void **eHandle, void *descr)
+{
+	const struct ncclp_descr_v7 *d = descr;
+	struct pev e;
+
+	if (eHandle)
+		*eHandle = NULL;
+	if (!eHandle ||
+	    !decode_head(d, d ? d->type : 0, d ? d->parentObj : NULL, d ? d->rank : -1, &e))
+		return 0;
+	if (e.type == NCCLP_COLL) {
+		e.seq = d->coll.seqNumber;
+		e.func = func_value(d->coll.func);
+		e.count = d->coll.count;
+		e.root = d->coll.root;
+		e.dtype = dtype_value(d->coll.datatype);
+		e.user_tag = d->coll.userTag;
+	} else if (e.type == NCCLP_COLL_API) {
+		e.graph = d->collApi.graphCaptured;
+	}
+	start(ctx, eHandle, &e);
+	return 0;
+}
+
 static ncclpResult_t stop_event(void *eHandle)
 {
 	enum hkind k;
@@ -573,6 +606,13 @@ static ncclpResult_t init_v6(void **ctx, uint64_t id, int *mask, const char *nam
 	return 0;
 }
 
+static ncclpResult_t init_v7(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+			     int nranks, int rank, ncclpLogger_t logfn)
+{
+	init_comm(ctx, mask, 7, id, name, nnodes, nranks, rank, logfn);
+	return 0;
+}
+
 static ncclpResult_t finalize(void *ctx)
 {
 	struct ntprof_comm *c = ctx_comm(ctx);
@@ -597,4 +637,6 @@ EXPORT const struct ncclp_plugin_v4 ncclProfiler_v4 = {"nccltrace", init_v4,	  s
 EXPORT const struct ncclp_plugin_v5 ncclProfiler_v5 = {"nccltrace", init_v5,	  start_v5,
 						       stop_event,  record_state, finalize};
 EXPORT const struct ncclp_plugin_v5 ncclProfiler_v6 = {"nccltrace", init_v6,	  start_v5,
+						       stop_event,  record_state, finalize};
+EXPORT const struct ncclp_plugin_v5 ncclProfiler_v7 = {"nccltrace", init_v7,	  start_v7,
 						       stop_event,  record_state, finalize};

@@ -261,6 +261,36 @@ static void test_no_local_culprit_keeps_untraced(void **state)
 	free(w);
 }
 
+/*
+ * The stop ending (real NCCL, two nodes of 4): rank 1 woke and launched #101 a moment ago, the
+ * counters here are equal, and rank 3's wait on the other host, silent since before that
+ * launch, is the stop's last tick: no finding. Once it outlasts the threshold after the
+ * launch, it is a finding again.
+ */
+static void test_untraced_wait_at_stop_end(void **state)
+{
+	struct world *w;
+	struct finding out[MAX_OUT];
+	struct snap_proc *p;
+	int ux;
+
+	(void)state;
+	w = node0(STALL_START + 300 * MSEC, &ux);
+	p = proc(w, 101);
+	p->state = 'R';
+	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "AllReduce");
+	p->where[0] = '\0';
+	comm_store[1].seq[AR] = 101;
+	comm_store[1].changed_ns = NOW - 200 * MSEC;
+	assert_int_equal(run(w, out), 0);
+	/* launched as the wait began (seen a tick late): the wait is no stop's end */
+	comm_store[1].changed_ns = STALL_START + 400 * MSEC;
+	assert_int_equal(run(w, out), 1);
+	assert_int_equal(out[0].peer_pid, 103);
+	assert_contains(out[0].phase, "untraced peer silent");
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_older_untraced_wait_stays),
 		cmocka_unit_test(test_untraced_wait_other_cause_stays),
 		cmocka_unit_test(test_no_local_culprit_keeps_untraced),
+		cmocka_unit_test(test_untraced_wait_at_stop_end),
 	};
 
 	return cmocka_run_group_tests_name("untraced", tests, NULL, NULL);

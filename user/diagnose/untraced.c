@@ -15,7 +15,9 @@
  * Else, or without counters, it stays its own finding, as it was: a duplicate is bad, a wait
  * with another cause folded into the wrong culprit worse.
  * Where no culprit is named here, the wait's own finding says what the counters show of this
- * host's ranks (none behind), never that the other host's ranks wait too: no field tells that.
+ * host's ranks (none behind), never that the other host's ranks wait too: no field tells that;
+ * and a wait older than this host's last launch, within the threshold of it, is no finding: the
+ * stop it belonged to is ending (stop_ending()).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -253,6 +255,45 @@ static void local_counts(const struct snapshot *s, struct finding *u, uint64_t *
 	}
 }
 
+/*
+ * The end of a stop: a communicator of u's first waiter whose members here all launched as many
+ * collectives, one of them over a second after u's silence began and within their threshold. The rank that
+ * held them all has just launched; the other host's ranks get their data a moment later, and
+ * the wait on them is the stop's last tick, not a hang of its own (real NCCL, two nodes of 4:
+ * node 0's tracer opened it for one tick as rank 1 woke, its culprit's finding closing). A wait
+ * that outlasts the threshold after that launch is its own finding again.
+ */
+static bool stop_ending(const struct snapshot *s, const struct diag_config *cfg,
+			const struct finding *u)
+{
+	const struct snap_proc *w0 = snapshot_proc(s, u->waiters[0].pid);
+	int mem[s->ncomms > 0 ? s->ncomms : 1];
+
+	for (int j = 0; w0 && j < s->ncomms; j++) {
+		const struct snap_comm *c = &s->comms[j];
+		uint64_t want = snap_comm_total(c), moved = 0;
+		int nm = 0;
+		bool equal = true;
+
+		if (c->pid != w0->pid || !c->seq_ok || c->destroyed || !want)
+			continue;
+		for (int i = 0; i < s->ncomms; i++) {
+			const struct snap_comm *m = &s->comms[i];
+
+			if (m->hash != c->hash || !m->seq_ok || m->destroyed)
+				continue;
+			equal &= snap_comm_total(m) == want;
+			moved = m->changed_ns > moved ? m->changed_ns : moved;
+			mem[nm++] = i;
+		}
+		/* over a second after: counts are read at ticks, a launch seen up to one late */
+		if (equal && nm >= 2 && moved > u->since_ns + NT_NSEC_PER_SEC &&
+		    s->now_ns - moved <= members_threshold(s, cfg, mem, nm))
+			return true;
+	}
+	return false;
+}
+
 void untraced_findings(const struct snapshot *s, const struct diag_config *cfg, struct finding *out,
 		       int *n)
 {
@@ -285,6 +326,10 @@ void untraced_findings(const struct snapshot *s, const struct diag_config *cfg, 
 			if (j != i && names_culprit(&out[j]) &&
 			    (hash = joins(s, &out[j], u, tot, in_u, ref, sizeof(ref))))
 				fi = j;
+		if (!hash && !mine && !culprit && stop_ending(s, cfg, u)) {
+			remove_finding(out, n, i--);
+			continue;
+		}
 		if (!hash) {
 			if (!culprit)
 				local_counts(s, u, tot);

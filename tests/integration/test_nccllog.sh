@@ -6,7 +6,7 @@
 # nccltrace turns it on for the job into a directory of its own, owned by the job's user, reads
 # each process's file as it grows, and puts the facts into the dump, the findings and report; a
 # job's own NCCL_DEBUG is left alone, its own NCCL_DEBUG_FILE read.
-# checks: 50
+# checks: 52
 # lane: long 60
 . "$(dirname "$0")/lib.sh"
 
@@ -101,6 +101,16 @@ check steady_no_lines "rank 0 logged $short lines with 5 all-reduces, $long with
 "$NT" run --no-tui --dump "$TMP/ring.plain.jsonl" -- "$RJ" --ranks 2 --duration 1 >/dev/null 2>&1
 check empty_dir_removed "$TMP/ring.plain.nccl is left: $(ls -la "$TMP/ring.plain.nccl" 2>&1 | head -3)" -- \
 	test ! -e "$TMP/ring.plain.nccl" -a -s "$TMP/ring.plain.jsonl"
+
+# --- a directory a run before left (its dump removed): the next free one, the log still read ---
+mkdir -p "$TMP/again.nccl"
+D=$TMP/again.jsonl
+env "${FORCE[@]}" "$NT" run --no-tui --dump "$D" -- "$NJ" --ranks 2 --iters 2 >/dev/null \
+	2>"$TMP/again.err"
+check leftover_dir_next "header job_env: $(jq -c 'select(.nccltrace) | .job_env.NCCL_DEBUG_FILE' "$D"); $(grep -i "nccl's log" "$TMP/again.err")" -- \
+	jq_ok "select(.nccltrace) | .job_env.NCCL_DEBUG_FILE == \"$TMP/again-2.nccl/nccl.%h.%p.log\"" "$D"
+check leftover_dir_read "no NCCL log facts in the dump, or $TMP/again.nccl touched: $(ls -A "$TMP/again.nccl" | head -2)" -- \
+	test -z "$(ls -A "$TMP/again.nccl")" -a -n "$(jq -c 'select(.type=="nccl_log" and .what=="version")' "$D" 2>/dev/null)"
 
 # --- the job's own NCCL_DEBUG=WARN: left alone, nothing set, no directory ---
 D=$TMP/warn.jsonl

@@ -16,8 +16,11 @@
 #include "nccl/nccllog.h"
 #include "util/log.h"
 
-/* DUMP with ".nccl" for ".jsonl", absolute: the job may change its directory */
-static int log_dir_path(const struct session *s, char *buf, size_t len)
+/*
+ * DUMP with ".nccl" for ".jsonl" (seq > 1: "-SEQ.nccl"), absolute: the job may change its
+ * directory
+ */
+static int log_dir_path(const struct session *s, int seq, char *buf, size_t len)
 {
 	char cwd[PATH_MAX] = "";
 	size_t l = strlen(s->dump_path);
@@ -27,7 +30,11 @@ static int log_dir_path(const struct session *s, char *buf, size_t len)
 		return -errno;
 	if (l > 6 && !strcmp(s->dump_path + l - 6, ".jsonl"))
 		l -= 6;
-	n = snprintf(buf, len, "%s%s%.*s.nccl", cwd, cwd[0] ? "/" : "", (int)l, s->dump_path);
+	n = snprintf(buf, len, "%s%s%.*s", cwd, cwd[0] ? "/" : "", (int)l, s->dump_path);
+	if (n < (int)len && seq > 1)
+		n += snprintf(buf + n, len - n, "-%d", seq);
+	if (n < (int)len)
+		n += snprintf(buf + n, len - n, ".nccl");
 	return n < (int)len ? 0 : -ENAMETOOLONG;
 }
 
@@ -118,12 +125,17 @@ void session_log_env(struct session *s)
 		open_reader(s, NULL);
 		return;
 	}
-	rc = log_dir_path(s, dir, sizeof(dir));
-	if (!rc && !debug_file_value(dir, value, sizeof(value)))
-		rc = -ENAMETOOLONG;
-	if (!rc) {
-		s->nccl_log_dirfd = dump_create_dir(dir, s->cr.drop, s->cr.uid, s->cr.gid);
-		rc = s->nccl_log_dirfd < 0 ? s->nccl_log_dirfd : 0;
+	/* never an existing one (a run before left it): the next free DIR-2, DIR-3... */
+	for (int seq = 1; seq <= 1000; seq++) {
+		rc = log_dir_path(s, seq, dir, sizeof(dir));
+		if (!rc && !debug_file_value(dir, value, sizeof(value)))
+			rc = -ENAMETOOLONG;
+		if (!rc) {
+			s->nccl_log_dirfd = dump_create_dir(dir, s->cr.drop, s->cr.uid, s->cr.gid);
+			rc = s->nccl_log_dirfd < 0 ? s->nccl_log_dirfd : 0;
+		}
+		if (rc != -EEXIST)
+			break;
 	}
 	if (rc) {
 		pr_warn("cannot create %s for NCCL's log: %s; tracing goes on without it\n", dir,

@@ -74,10 +74,10 @@ struct ntprof_rec {
 	__u64 seq;   /* NCCL's seqNumber of its function, 0-based, as the descriptor gives it */
 	__u64 sig;   /* cumulative signature of collectives 1..ord (0 when unchained) */
 	__s32 root;
-	__u8 func;   /* ncclFunc_t, 0xff unknown */
-	__u8 dtype;  /* ncclDataType_t, 0xff unknown */
-	__u8 op;     /* ncclRedOp_t where the version gives it (v1), else 0xff */
-	__u8 flags;  /* enum ntprof_rec_flags */
+	__u8 func;	/* ncclFunc_t, 0xff unknown */
+	__u8 dtype;	/* ncclDataType_t, 0xff unknown */
+	__u8 op;	/* ncclRedOp_t where the version gives it (v1), else 0xff */
+	__u8 flags;	/* enum ntprof_rec_flags */
 	__u64 check;	/* ntprof_rec_check() of the other words and the slot's gen */
 	__u64 user_tag; /* v7 (NCCL 2.31.2+): the call's userTag; 0 untagged or before v7 */
 };

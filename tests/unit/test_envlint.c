@@ -376,12 +376,17 @@ static void test_lost_to_sudo(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_clean),		cmocka_unit_test(test_master_missing),
-		cmocka_unit_test(test_ifname_per_host), cmocka_unit_test(test_names),
-		cmocka_unit_test(test_values),		cmocka_unit_test(test_debug_attn),
+		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_master_missing),
+		cmocka_unit_test(test_ifname_per_host),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_debug_attn),
 		cmocka_unit_test(test_socket_poll_not_timeout),
-		cmocka_unit_test(test_launch_vars),	cmocka_unit_test(test_ib_settings),
-		cmocka_unit_test(test_across_ranks),	cmocka_unit_test(test_lost_to_sudo),
+		cmocka_unit_test(test_launch_vars),
+		cmocka_unit_test(test_ib_settings),
+		cmocka_unit_test(test_across_ranks),
+		cmocka_unit_test(test_lost_to_sudo),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,22 +227,28 @@ static void test_untraced_wait_other_cause_stays(void **state)
 	free(w);
 }
 
+/* node0(), rank 1 waiting too: in the collective, as far along as the others */
+static struct world *node0_no_culprit(int *ux)
+{
+	struct world *w = node0(STALL_START + 300 * MSEC, ux);
+	struct snap_proc *p = proc(w, 101);
+
+	p->state = 'R';
+	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "AllReduce");
+	p->where[0] = '\0';
+	comm_store[1].seq[AR] = 101;
+	return w;
+}
+
 /* (c) no culprit here: rank 1 is not asleep, everyone waits through the other host */
 static void test_no_local_culprit_keeps_untraced(void **state)
 {
 	struct world *w;
 	struct finding out[MAX_OUT];
-	struct snap_proc *p;
 	int ux;
 
 	(void)state;
-	w = node0(STALL_START + 300 * MSEC, &ux);
-	p = proc(w, 101);
-	/* rank 1 waits too: in the collective, as far along as the others */
-	p->state = 'R';
-	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "AllReduce");
-	p->where[0] = '\0';
-	comm_store[1].seq[AR] = 101;
+	w = node0_no_culprit(&ux);
 	assert_int_equal(run(w, out), 1);
 	assert_int_equal(out[0].pid, 0);
 	assert_int_equal(out[0].rank, -1);
@@ -271,16 +277,10 @@ static void test_untraced_wait_at_stop_end(void **state)
 {
 	struct world *w;
 	struct finding out[MAX_OUT];
-	struct snap_proc *p;
 	int ux;
 
 	(void)state;
-	w = node0(STALL_START + 300 * MSEC, &ux);
-	p = proc(w, 101);
-	p->state = 'R';
-	snprintf(p->nccl_phase, sizeof(p->nccl_phase), "AllReduce");
-	p->where[0] = '\0';
-	comm_store[1].seq[AR] = 101;
+	w = node0_no_culprit(&ux);
 	comm_store[1].changed_ns = NOW - 200 * MSEC;
 	assert_int_equal(run(w, out), 0);
 	/* launched as the wait began (seen a tick late): the wait is no stop's end */

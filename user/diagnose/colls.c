@@ -669,24 +669,25 @@ static bool just_finished(const struct snapshot *s, const struct snap_comm *c)
  * the hang is that setup's, and its own rule names the rank it waits for, once, with every
  * waiter (the sockets and the IB handshake say more).
  */
+/* Is a member behind launching (in its setup) or just finished: the counters name none then */
+static bool behind_moving(const struct snapshot *s, const struct comm_view *v)
+{
+	for (int k = 0; k < v->nm; k++) {
+		const struct snap_comm *c = &s->comms[v->mem[k]];
+
+		if (snap_comm_total(c) == v->least && (launching(s, c) || just_finished(s, c)))
+			return true;
+	}
+	return false;
+}
+
 static void behind_findings(const struct snapshot *s, const struct comm_view *v,
 			    struct finding *out, int *n, int max)
 {
 	uint64_t wsince = 0;
-	bool culprit = false;
 
-	if (!someone_waits(s, v))
-		return;
-	for (int k = 0; k < v->nm; k++) {
-		const struct snap_comm *c = &s->comms[v->mem[k]];
-
-		if (snap_comm_total(c) != v->least)
-			continue;
-		if (launching(s, c) || just_finished(s, c))
-			return;
-		culprit = true;
-	}
-	if (!culprit)
+	/* a member behind always exists: the fewest launched is some member's count */
+	if (!someone_waits(s, v) || behind_moving(s, v))
 		return;
 
 	for (int k = 0; k < v->nm; k++) {
@@ -755,16 +756,8 @@ static void counts_corroborate(const struct snapshot *s, const struct comm_view 
 	bool ordered, equal;
 
 	comm_order(s, v, &ordered, &equal);
-	if (!ordered || equal || !someone_waits(s, v))
+	if (!ordered || equal || !someone_waits(s, v) || behind_moving(s, v))
 		return;
-	for (int k = 0; k < v->nm; k++) {
-		const struct snap_comm *c = &s->comms[v->mem[k]];
-
-		if (snap_comm_total(c) != v->least)
-			continue;
-		if (launching(s, c) || just_finished(s, c))
-			return;
-	}
 	for (int k = 0; k < v->nm; k++) {
 		const struct snap_comm *c = &s->comms[v->mem[k]];
 

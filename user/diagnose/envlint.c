@@ -258,9 +258,9 @@ static void check_nccl_var(const struct lint_ctx *c, struct out *o, const struct
 	if (!strcmp(v->key, "NCCL_SOCKET_POLL_TIMEOUT_MSEC") && strcmp(v->value, "0"))
 		problem(o, LINT_INFO, e, v,
 			"for a bound on a hang: PyTorch's init_process_group(timeout=...)",
-			"NCCL_SOCKET_POLL_TIMEOUT_MSEC=%s (NCCL 2.29+) makes NCCL's blocking socket "
-			"waits sleep in poll() instead of spinning; it is no timeout: a wait on a "
-			"silent peer still lasts for ever",
+			"NCCL_SOCKET_POLL_TIMEOUT_MSEC=%s (NCCL 2.29+) makes NCCL's blocking "
+			"socket waits sleep in poll() instead of spinning; it is no timeout: a "
+			"wait on a silent peer still lasts for ever",
 			v->value);
 	if (!strcmp(v->key, "NCCL_DEBUG")) {
 		static const char *const lv[] = {"VERSION", "WARN",  "ATTN",

@@ -410,8 +410,14 @@ static ncclpResult_t start_v4(void *ctx, void **eHandle, void *descr)
 	return 0;
 }
 
-/* v5 and v6 (whose descriptor is laid out as v5's where read) */
-static ncclpResult_t start_v5(void *ctx, void **eHandle, void *descr)
+/*
+ * v5, v6 and v7, whose descriptors are laid out as v5's where read; v7 adds the call's
+ * userTag (v7: the KernelPhase events, and KernelCh their parent, stay off: an event per
+ * channel and phase of every collective, read back from the GPU by NCCL's proxy thread, to tell
+ * a kernel that never started or never finished; not asked for until its cost on a real 2.31
+ * is measured)
+ */
+static ncclpResult_t start_v5_or_v7(void *ctx, void **eHandle, void *descr, bool v7)
 {
 	const struct ncclp_descr_v5 *d = descr;
 	struct pev e;
@@ -427,6 +433,8 @@ static ncclpResult_t start_v5(void *ctx, void **eHandle, void *descr)
 		e.count = d->coll.count;
 		e.root = d->coll.root;
 		e.dtype = dtype_value(d->coll.datatype);
+		if (v7)
+			e.user_tag = ((const struct ncclp_descr_v7 *)descr)->coll.userTag;
 	} else if (e.type == NCCLP_COLL_API) {
 		e.graph = d->collApi.graphCaptured;
 	}
@@ -434,34 +442,14 @@ static ncclpResult_t start_v5(void *ctx, void **eHandle, void *descr)
 	return 0;
 }
 
-/*
- * v7: v5's members where read, and the call's userTag. KernelPhase (and KernelCh, its parent)
- * stay off: an event per channel and phase of every collective, read back from the GPU by
- * NCCL's proxy thread, to tell a kernel that never started or never finished; not asked for
- * until its cost on a real 2.31 is measured.
- */
+static ncclpResult_t start_v5(void *ctx, void **eHandle, void *descr)
+{
+	return start_v5_or_v7(ctx, eHandle, descr, false);
+}
+
 static ncclpResult_t start_v7(void *ctx, void **eHandle, void *descr)
 {
-	const struct ncclp_descr_v7 *d = descr;
-	struct pev e;
-
-	if (eHandle)
-		*eHandle = NULL;
-	if (!eHandle ||
-	    !decode_head(d, d ? d->type : 0, d ? d->parentObj : NULL, d ? d->rank : -1, &e))
-		return 0;
-	if (e.type == NCCLP_COLL) {
-		e.seq = d->coll.seqNumber;
-		e.func = func_value(d->coll.func);
-		e.count = d->coll.count;
-		e.root = d->coll.root;
-		e.dtype = dtype_value(d->coll.datatype);
-		e.user_tag = d->coll.userTag;
-	} else if (e.type == NCCLP_COLL_API) {
-		e.graph = d->collApi.graphCaptured;
-	}
-	start(ctx, eHandle, &e);
-	return 0;
+	return start_v5_or_v7(ctx, eHandle, descr, true);
 }
 
 static ncclpResult_t stop_event(void *eHandle)

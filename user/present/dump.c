@@ -427,15 +427,13 @@ void dump_job_id(char *buf, size_t len, const char *slurm_job_id, const char *ru
 			buf[n] = '_';
 }
 
-/* what read_lines passes over unread, by its line's start */
-enum { READ_STATES = 1, READ_SNAPSHOTS = 2 };
 static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, int want,
 		      char *err, size_t errlen);
 
 int dump_read(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
 	      size_t errlen)
 {
-	return read_lines(path, fn, ctx, READ_SNAPSHOTS, err, errlen);
+	return read_lines(path, fn, ctx, DUMP_READ_SNAPSHOTS, err, errlen);
 }
 
 int dump_read_events(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
@@ -447,7 +445,7 @@ int dump_read_events(const char *path, int (*fn)(void *, json_t *, int), void *c
 int dump_read_states(const char *path, int (*fn)(void *, json_t *, int), void *ctx, char *err,
 		     size_t errlen)
 {
-	return read_lines(path, fn, ctx, READ_STATES | READ_SNAPSHOTS, err, errlen);
+	return read_lines(path, fn, ctx, DUMP_READ_STATES | DUMP_READ_SNAPSHOTS, err, errlen);
 }
 
 /*
@@ -458,9 +456,9 @@ static bool unwanted(const char *line, size_t n, int want)
 {
 	static const char st[] = "{\"type\":\"state\",", sn[] = "{\"type\":\"snapshot\",";
 
-	if (!(want & READ_STATES) && n > sizeof(st) && !memcmp(line, st, sizeof(st) - 1))
+	if (!(want & DUMP_READ_STATES) && n > sizeof(st) && !memcmp(line, st, sizeof(st) - 1))
 		return true;
-	return !(want & READ_SNAPSHOTS) && n > sizeof(sn) && !memcmp(line, sn, sizeof(sn) - 1);
+	return !(want & DUMP_READ_SNAPSHOTS) && n > sizeof(sn) && !memcmp(line, sn, sizeof(sn) - 1);
 }
 
 /* the header's check: 0, or -1 with why in err */
@@ -544,102 +542,151 @@ static int read_end(FILE *f, const struct zst_in_status *zs, const char *path, i
 	return 0;
 }
 
-static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, int want,
-		      char *err, size_t errlen)
-{
+struct dump_reader {
+	const char *path;
+	FILE *f;
 	struct zst_in_status zs;
-	FILE *f = dumpzst_open(path, &zs);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int lineno = 0, rc = 0;
-	json_int_t format = 0;
-	bool header = false;
-	struct delta_dec *dec = delta_dec_new();
-	char why[256];
+	char *line;
+	size_t cap;
+	int lineno, want;
+	json_int_t format;
+	bool header, done;
+	struct delta_dec *dec;
+};
+
+struct dump_reader *dump_reader_open(const char *path, int want, char *err, size_t errlen)
+{
+	struct dump_reader *r = calloc(1, sizeof(*r));
 
 	err[0] = '\0';
-	if (!dec) {
+	if (!r || !(r->dec = delta_dec_new())) {
 		snprintf(err, errlen, "%s: out of memory", path);
-		if (f)
-			fclose(f);
-		return -1;
+		free(r);
+		return NULL;
 	}
-	if (!f) {
+	r->path = path;
+	r->want = want;
+	r->f = dumpzst_open(path, &r->zs);
+	if (!r->f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		delta_dec_free(dec);
+		delta_dec_free(r->dec);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* the end of the lines: 0 at a good one, -1 with why in err */
+static int reader_end(struct dump_reader *r, char *err, size_t errlen)
+{
+	r->done = true;
+	if (read_end(r->f, &r->zs, r->path, r->lineno, err, errlen))
+		return -1;
+	if (!r->header) {
+		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", r->path);
 		return -1;
 	}
-	while ((n = getline(&line, &cap, f)) >= 0) {
+	return 0;
+}
+
+int dump_reader_next(struct dump_reader *r, json_t **out, int *lineno, char *err, size_t errlen)
+{
+	ssize_t n;
+	char why[256];
+
+	*out = NULL;
+	err[0] = '\0';
+	if (r->done)
+		return 0;
+	while ((n = getline(&r->line, &r->cap, r->f)) >= 0) {
+		char *line = r->line;
 		json_error_t je;
 		json_t *rec;
 
-		lineno++;
-		if (n > 0 && line[n - 1] == '\n')
+		r->lineno++;
+		if (n > 0 && line[n - 1] == '\n') {
 			line[--n] = '\0';
-		else if (n > 0 && !header) {
-			snprintf(err, errlen, "%s:%d: cut short before its header", path, lineno);
-			rc = -1;
-			break;
+		} else if (n > 0 && !r->header) {
+			snprintf(err, errlen, "%s:%d: cut short before its header", r->path,
+				 r->lineno);
+			r->done = true;
+			return -1;
 		} else if (n > 0) {
 			/* the dump as far as it was written (a full disk, a tracer killed while
 			 * writing): every record before the cut one is whole, so read those */
-			if (strcmp(cut_warned, path)) {
+			if (strcmp(cut_warned, r->path)) {
 				pr_warn("%s:%d: the last record was cut short (no end of line: the "
 					"disk was full, or the tracer was killed while writing); "
 					"reading the %d records before it\n",
-					path, lineno, lineno - 1);
-				snprintf(cut_warned, sizeof(cut_warned), "%s", path);
+					r->path, r->lineno, r->lineno - 1);
+				snprintf(cut_warned, sizeof(cut_warned), "%s", r->path);
 			}
-			break;
+			return reader_end(r, err, errlen);
 		}
-		if (n == 0 || (header && unwanted(line, (size_t)n, want)))
+		if (n == 0 || (r->header && unwanted(line, (size_t)n, r->want)))
 			continue;
+		r->done = true; /* until the record is good */
 		if (memchr(line, '\0', n)) {
-			snprintf(err, errlen, "%s:%d: binary data, not a JSON record", path,
-				 lineno);
-			rc = -1;
-			break;
+			snprintf(err, errlen, "%s:%d: binary data, not a JSON record", r->path,
+				 r->lineno);
+			return -1;
 		}
 		rec = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
 		if (!rec || !json_is_object(rec)) {
-			snprintf(err, errlen, "%s:%d: not a JSON object%s%s", path, lineno,
+			snprintf(err, errlen, "%s:%d: not a JSON object%s%s", r->path, r->lineno,
 				 rec ? "" : ": ", rec ? "" : je.text);
 			json_decref(rec);
-			rc = -1;
-			break;
+			return -1;
 		}
 		/* the first record (even after blank lines) the header, the others of its format */
-		if (format_bad(rec, header, &format, path, lineno, err, errlen)) {
+		if (format_bad(rec, r->header, &r->format, r->path, r->lineno, err, errlen)) {
 			json_decref(rec);
-			rc = -1;
-			break;
+			return -1;
 		}
-		header = true;
+		r->header = true;
 		/* a frame written as what changed, whole again */
-		if (delta_decode(dec, rec, why, sizeof(why))) {
-			snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+		if (delta_decode(r->dec, rec, why, sizeof(why))) {
+			snprintf(err, errlen, "%s:%d: %s", r->path, r->lineno, why);
 			json_decref(rec);
-			rc = -1;
-			break;
+			return -1;
 		}
-		rc = fn(ctx, rec, lineno);
+		r->done = false;
+		*out = rec;
+		*lineno = r->lineno;
+		return 1;
+	}
+	return reader_end(r, err, errlen);
+}
+
+void dump_reader_close(struct dump_reader *r)
+{
+	if (!r)
+		return;
+	free(r->line);
+	fclose(r->f);
+	delta_dec_free(r->dec);
+	free(r);
+}
+
+static int read_lines(const char *path, int (*fn)(void *, json_t *, int), void *ctx, int want,
+		      char *err, size_t errlen)
+{
+	struct dump_reader *r = dump_reader_open(path, want, err, errlen);
+	json_t *rec;
+	int line, rc;
+
+	if (!r)
+		return -1;
+	while ((rc = dump_reader_next(r, &rec, &line, err, errlen)) == 1) {
+		rc = fn(ctx, rec, line);
 		json_decref(rec);
 		if (rc) {
 			if (!err[0])
-				snprintf(err, errlen, "%s:%d: invalid record", path, lineno);
+				snprintf(err, errlen, "%s:%d: invalid record", path, line);
 			rc = -1;
 			break;
 		}
 	}
-	if (rc == 0)
-		rc = read_end(f, &zs, path, lineno, err, errlen);
-	if (rc == 0 && !header) {
-		snprintf(err, errlen, "%s: empty file, not an nccltrace dump", path);
-		rc = -1;
-	}
-	free(line);
-	fclose(f);
-	delta_dec_free(dec);
+	dump_reader_close(r);
 	return rc;
 }

@@ -125,4 +125,20 @@ int dump_read_states(const char *path, int (*fn)(void *ctx, json_t *rec, int lin
 int dump_read_events(const char *path, int (*fn)(void *ctx, json_t *rec, int line), void *ctx,
 		     char *err, size_t errlen);
 
+/*
+ * A dump read one record at a time (what `replay` plays as time goes), with the checks of
+ * dump_read(): want is what it gives beside the events, findings, header and footer.
+ */
+enum { DUMP_READ_STATES = 1, DUMP_READ_SNAPSHOTS = 2 };
+struct dump_reader;
+/* NULL with "PATH: why" in err */
+struct dump_reader *dump_reader_open(const char *path, int want, char *err, size_t errlen);
+/*
+ * 1: the next record in *rec (the caller's to decref) and its line in *line; 0: the end (a last
+ * record cut short is left out, with a warning, as dump_read() does); -1 with
+ * "PATH:LINE: what is wrong" in err. After 0 or -1 it gives 0.
+ */
+int dump_reader_next(struct dump_reader *r, json_t **rec, int *line, char *err, size_t errlen);
+void dump_reader_close(struct dump_reader *r);
+
 #endif /* NT_DUMP_H */

@@ -14,7 +14,7 @@ UNITDIR=${5:-/usr/lib/systemd/system}
 esc() { sed -e 's/\\/\\e/g' -e 's/-/\\-/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"; }
 cmds=$(mktemp)
 trap 'rm -f "$cmds"' EXIT
-for c in run attach agent report convert cat watch doctor probes; do
+for c in run attach agent report convert cat watch replay doctor probes; do
 	printf '.SS %s\n.nf\n' "$c"
 	"$NT" "$c" --help | esc
 	printf '.fi\n'

@@ -156,10 +156,11 @@ struct server {
 	volatile bool stop;
 };
 
-static char *page(void *ctx, const char *url, const char **type)
+static char *page(void *ctx, const char *url, const char *since, const char **type)
 {
 	char **doc = ctx;
 
+	(void)since;
 	*type = "application/json";
 	return strcmp(url, "/state") ? NULL : strdup(*doc);
 }

@@ -24,9 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct listener *l;
 static int port;
 
-static char *page(void *ctx, const char *url, const char **type)
+static char *page(void *ctx, const char *url, const char *since, const char **type)
 {
-	(void)ctx;
+	(void)ctx, (void)since;
 	if (!strcmp(url, "/metrics")) {
 		*type = "text/plain; version=0.0.4";
 		return strdup("nccltrace_up 1\n");

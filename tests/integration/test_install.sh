@@ -29,7 +29,7 @@ command -v man >/dev/null && page=$(LC_ALL=C.UTF-8 MANWIDTH=100 man --warnings -
 command -v man >/dev/null && check man_renders "man: $(head -3 "$TMP/man.err") $(head -2 <<<"$page")" -- \
 	bash -c '[ ! -s "$1" ] && grep -q "^NAME" <<<"$2" && grep -q "^EXIT STATUS" <<<"$2" && grep -q "^DUMP FORMAT" <<<"$2"' _ "$TMP/man.err" "$page"
 command -v man >/dev/null && check man_commands "sections: $(grep -E '^   [a-z]+$' <<<"$page" | tr -d ' ' | tr '\n' ' ')" -- \
-	test "$(grep -E '^   [a-z]+$' <<<"$page" | tr -d ' ' | tr '\n' ' ')" = "run attach agent report convert cat watch doctor probes "
+	test "$(grep -E '^   [a-z]+$' <<<"$page" | tr -d ' ' | tr '\n' ' ')" = "run attach agent report convert cat watch replay doctor probes "
 command -v man >/dev/null && check man_options "run's --max-dump-bytes and agent's --dump-dir in the page" -- \
 	bash -c 'grep -q -- "--max-dump-bytes SIZE" <<<"$1" && grep -q -- "--dump-dir DIR" <<<"$1"' _ "$page"
 
@@ -48,7 +48,7 @@ comp() { bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1));
 	"$I/usr/share/bash-completion/completions/nccltrace" "$@"; }
 check completion_commands "nccltrace a<TAB>: $(comp nccltrace a)" -- test "$(comp nccltrace a)" = "attach agent"
 bad=
-for c in run attach agent report convert watch doctor probes; do
+for c in run attach agent report convert watch replay doctor probes; do
 	want=$("$NT" "$c" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' | grep -oE -- '--[a-z-]+' | sort | tr '\n' ' ')
 	got=$(comp nccltrace "$c" -- | tr ' ' '\n' | grep -- '^--' | sort | tr '\n' ' ')
 	[ "$want" = "$got" ] || bad="$bad $c: help '$want', completion '$got';"

@@ -64,7 +64,7 @@ int agent_parse_opts(struct agent_opts *o, int argc, char **argv, char *err, siz
  * --listen's page of url (/metrics, /state): every job's, fetched from its tracer now, or the
  * one fetched less than AGENT_PAGE_TTL ago
  */
-char *agent_page(void *ctx, const char *url, const char **type);
+char *agent_page(void *ctx, const char *url, const char *since, const char **type);
 /* the pages kept, freed */
 void agent_pages_free(struct agent *a);
 

@@ -34,6 +34,8 @@ const char cli_main_help[] =
 	"  convert DUMP... -o TRACE.json    the dump as a Perfetto / Chrome trace\n"
 	"  cat DUMP                         the dump's records whole, one per line, for jq\n"
 	"  watch HOST:PORT...               one live view of the tracers of a job's hosts\n"
+	"  replay [OPTIONS] DUMP...         serve dumps as their tracers served them live,\n"
+	"                                   for watch (--nodes N: a job of N nodes)\n"
 	"  agent [OPTIONS]                  trace every NCCL job of this node, always on\n"
 	"  version                          print the version\n"
 	"\n"

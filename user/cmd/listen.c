@@ -141,7 +141,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return reply(c, MHD_HTTP_UNAUTHORIZED, strdup("unauthorized\n"), type);
 	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, strdup("GET only\n"), type);
-	body = l->page(l->ctx, url, &type);
+	body = l->page(l->ctx, url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "since"),
+		       &type);
 	if (!body)
 		return reply(c, MHD_HTTP_NOT_FOUND, strdup("not found: /metrics or /state\n"),
 			     "text/plain; charset=utf-8");

@@ -15,8 +15,11 @@
 
 struct listener;
 
-/* A page: its body (malloc'd) and type, or NULL for 404 (503 when out of memory). */
-typedef char *(*listen_page_fn)(void *ctx, const char *url, const char **type);
+/*
+ * A page: its body (malloc'd) and type, or NULL for 404 (503 when out of memory). since: the
+ * request's ?since= as sent, NULL if none (present/statedelta.h).
+ */
+typedef char *(*listen_page_fn)(void *ctx, const char *url, const char *since, const char **type);
 
 /*
  * spec: "PORT", "ADDR:PORT" or "[ADDR6]:PORT". 0, or an exit status (sysexits) with a

@@ -77,6 +77,8 @@ int main(int argc, char **argv)
 		return probes_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "watch"))
 		return watch_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "replay"))
+		return replay_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "agent"))
 		return agent_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {

@@ -84,10 +84,12 @@ struct session {
 	uint64_t timer_last_ns, timer_ticks, timer_late, timer_gap_max_ns;
 	uint64_t pages, page_ns, page_max_ns; /* pages made (not answers: see page_cache) */
 	struct page_cache {
-		char *body; /* made from the snapshot of snap_ns, job_over as it was then */
-		uint64_t snap_ns;
+		char *body;   /* made from the snapshot of snap_ns, job_over as it was then */
+		json_t *json; /* /state's, for the answers to ?since= (present/statedelta.h) */
+		uint64_t snap_ns, seq;
 		bool job_over;
-	} page[2]; /* /state, /metrics */
+	} page[2];		     /* /state, /metrics */
+	struct state_deltas *deltas; /* NULL until a client sends ?since= */
 	uint64_t last_sweep_ns;
 	bool snapshot_now;	 /* a finding opened: a full snapshot record at this tick */
 	uint64_t tcp_resumed_ns; /* when they last came back on */

@@ -6,6 +6,7 @@
 #include "cmd/session.h"
 #include "model/snapjson.h"
 #include "present/metrics.h"
+#include "present/statedelta.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -31,29 +32,33 @@ static json_t *open_findings(struct session *s)
 	return a;
 }
 
-static char *state_page(struct session *s)
+static json_t *state_page(struct session *s, uint64_t seq)
 {
 	uint64_t mono = clock_mono_ns(), real = clock_real_ns();
-	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:b,s:o,s:o}", "nccltrace_state", 1,
-			      "version", NT_VERSION, "host", s->host, "loopback", s->loopback,
-			      "boot_to_realtime_ns", (json_int_t)(real - mono), "realtime_ns",
-			      (json_int_t)real, "stall_threshold_s", s->opts.stall_threshold_s,
-			      "cmd", s->cmdline, "job_over", s->job_exited, "findings",
-			      open_findings(s), "state", snapjson_from_snapshot(&s->snap));
-	char *body;
 
-	if (!o)
+	return json_pack("{s:i,s:I,s:s,s:s,s:s,s:I,s:I,s:f,s:s,s:b,s:o,s:o}", "nccltrace_state", 1,
+			 "seq", (json_int_t)seq, "version", NT_VERSION, "host", s->host, "loopback",
+			 s->loopback, "boot_to_realtime_ns", (json_int_t)(real - mono),
+			 "realtime_ns", (json_int_t)real, "stall_threshold_s",
+			 s->opts.stall_threshold_s, "cmd", s->cmdline, "job_over", s->job_exited,
+			 "findings", open_findings(s), "state", snapjson_from_snapshot(&s->snap));
+}
+
+/* ?since=: what changed since the client's page (present/statedelta.h) */
+static char *since_answer(struct session *s, struct page_cache *pc, const char *since)
+{
+	if (!pc->json)
 		return NULL;
-	body = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	return body;
+	if (!s->deltas && !(s->deltas = state_deltas_new()))
+		return NULL;
+	return state_deltas_answer(s->deltas, pc->json, state_since(since));
 }
 
 /*
  * A page is made once for each snapshot (each tick) and copied for every answer until the
  * next: a hundred clients cost the loop what one does, and its tick stays on time.
  */
-static char *page(void *ctx, const char *url, const char **type)
+static char *page(void *ctx, const char *url, const char *since, const char **type)
 {
 	struct session *s = ctx;
 	struct page_cache *pc;
@@ -65,10 +70,17 @@ static char *page(void *ctx, const char *url, const char **type)
 	*type = metrics ? "text/plain; version=0.0.4; charset=utf-8" : "application/json";
 	pc = &s->page[metrics];
 	if (pc->body && pc->snap_ns == s->snap.now_ns && pc->job_over == s->job_exited)
-		return strdup(pc->body);
+		return since && !metrics ? since_answer(s, pc, since) : strdup(pc->body);
 	t0 = clock_mono_ns();
 	free(pc->body);
-	pc->body = metrics ? metrics_text(&s->snap, &s->findings, s->host) : state_page(s);
+	json_decref(pc->json);
+	pc->json = NULL;
+	if (metrics) {
+		pc->body = metrics_text(&s->snap, &s->findings, s->host);
+	} else {
+		pc->json = state_page(s, ++pc->seq);
+		pc->body = pc->json ? json_dumps(pc->json, JSON_COMPACT) : NULL;
+	}
 	pc->snap_ns = s->snap.now_ns;
 	pc->job_over = s->job_exited;
 	took = clock_mono_ns() - t0;
@@ -76,6 +88,8 @@ static char *page(void *ctx, const char *url, const char **type)
 	s->page_ns += took;
 	if (took > s->page_max_ns)
 		s->page_max_ns = took;
+	if (since && !metrics)
+		return since_answer(s, pc, since);
 	return pc->body ? strdup(pc->body) : NULL;
 }
 
@@ -84,7 +98,11 @@ void session_listen_free(struct session *s)
 	for (size_t i = 0; i < sizeof(s->page) / sizeof(s->page[0]); i++) {
 		free(s->page[i].body);
 		s->page[i].body = NULL;
+		json_decref(s->page[i].json);
+		s->page[i].json = NULL;
 	}
+	state_deltas_free(s->deltas);
+	s->deltas = NULL;
 }
 
 int session_listen_open(struct session *s)

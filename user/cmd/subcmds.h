@@ -18,6 +18,7 @@ int doctor_main(int argc, char **argv);	 /* nccltrace doctor [...] */
 int probes_main(int argc, char **argv);
 int watch_main(int argc, char **argv);
 int agent_main(int argc, char **argv);		     /* nccltrace agent [OPTIONS] */
+int replay_main(int argc, char **argv);		     /* nccltrace replay [OPTIONS] DUMP... */
 /* nccltrace watch [--once [--json]] HOST:PORT... */ /* nccltrace probes [--no-cache] LIB */
 
 /* What `report` prints of the dump at path (json, or an HTML page to html); 0 or an exit status */

@@ -9,9 +9,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "cmd/cli.h"
@@ -46,17 +48,24 @@ static const char watch_help[] =
 	"                     one job needs none\n"
 	"  -t, --stall-threshold SEC  default: the first tracer's\n"
 	"  --no-tui           plain output even on a terminal\n"
+	"  --full-pages       fetch each tracer's whole /state every round (by default only\n"
+	"                     what changed since the last round's: ?since=SEQ)\n"
 	"  -h, --help         this help\n"
+	"\n"
+	"Without a dashboard, SIGINT or SIGTERM stops it: it then tells what its rounds cost\n"
+	"(wall and CPU time a round, peak RSS).\n"
 	"\n"
 	"Exit status: 0; 69 when no tracer answers; 64 on usage errors.\n"
 	"\n"
 	"Examples:\n"
 	"  nccltrace watch node1:9464 node2:9464\n"
-	"  nccltrace watch --once --json --token-file /etc/nccltrace.token 10.0.0.1:9464\n";
+	"  nccltrace watch --once --json --token-file /etc/nccltrace.token 10.0.0.1:9464\n"
+	"  nccltrace replay --nodes 128 --listen 9500 stall.jsonl healthy.jsonl &\n"
+	"  nccltrace watch $(seq -f 127.0.0.1:%g 9500 9627)\n";
 
 static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t errlen)
 {
-	enum { OPT_ONCE = 256, OPT_JSON, OPT_TOKEN, OPT_NO_TUI, OPT_JOB };
+	enum { OPT_ONCE = 256, OPT_JSON, OPT_TOKEN, OPT_NO_TUI, OPT_JOB, OPT_FULL };
 	static const struct option longopts[] = {
 		{"once", no_argument, NULL, OPT_ONCE},
 		{"json", no_argument, NULL, OPT_JSON},
@@ -64,9 +73,11 @@ static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t
 		{"stall-threshold", required_argument, NULL, 't'},
 		{"no-tui", no_argument, NULL, OPT_NO_TUI},
 		{"job", required_argument, NULL, OPT_JOB},
+		{"full-pages", no_argument, NULL, OPT_FULL},
 		{"help", no_argument, NULL, 'h'},
 		{},
 	};
+	bool full = false;
 	int c;
 
 	optind = 0;
@@ -75,6 +86,9 @@ static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t
 		switch (c) {
 		case OPT_ONCE:
 			w->once = true;
+			break;
+		case OPT_FULL:
+			full = true;
 			break;
 		case OPT_JSON:
 			w->json = true;
@@ -124,6 +138,8 @@ static int watch_parse(struct watch *w, int argc, char **argv, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	for (int i = 0; i < w->n; i++)
+		w->ep[i].full = full;
 	return 0;
 }
 
@@ -227,18 +243,57 @@ static void live_tui(struct watch *w, struct tui *t)
 	dashboard__free(d);
 }
 
+static volatile sig_atomic_t stop_plain;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_plain = 1;
+}
+
+/* what its rounds cost, told when stopped: what a job of many hosts asks of watch */
+static void tell_cost(int rounds, uint64_t wall_ns, uint64_t max_ns, uint64_t t0)
+{
+	struct rusage ru;
+	double cpu;
+
+	if (!rounds || getrusage(RUSAGE_SELF, &ru))
+		return;
+	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+	fprintf(stderr,
+		"nccltrace: watch: %d rounds in %.1f s, a round %.1f ms (longest %.1f ms), "
+		"%.1f ms of CPU a round (%.1f %% of a core), peak RSS %ld MB\n",
+		rounds, (double)(clock_mono_ns() - t0) / 1e9, (double)wall_ns / rounds / 1e6,
+		(double)max_ns / 1e6, cpu * 1e3 / rounds,
+		100 * cpu / ((double)(clock_mono_ns() - t0) / 1e9), ru.ru_maxrss / 1024);
+}
+
 static void live_plain(struct watch *w)
 {
+	struct sigaction sa = {.sa_handler = on_stop};
+	uint64_t t0 = clock_mono_ns(), wall = 0, max = 0;
+	int rounds = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	w->tell = tell;
 	w->tell_ctx = w;
-	for (;;) {
-		uint64_t next = clock_mono_ns() + ROUND_NS;
+	while (!stop_plain) {
+		uint64_t start = clock_mono_ns(), next = start + ROUND_NS, took;
 
 		if (!watch_round(w))
 			for (int i = 0; i < w->n; i++)
 				fprintf(stderr, "nccltrace: %s: %s\n", w->ep[i].spec, w->ep[i].err);
-		sleep_until(next);
+		took = clock_mono_ns() - start;
+		wall += took;
+		if (took > max)
+			max = took;
+		rounds++;
+		if (!stop_plain)
+			sleep_until(next);
 	}
+	tell_cost(rounds, wall, max, t0);
 }
 
 static int read_token_file(struct watch *w, char *err, size_t errlen)

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cmd/watchjob.h"
+#include "present/statedelta.h"
 
 int watch_alloc(struct watch *w, char **specs, int n)
 {
@@ -11,7 +12,8 @@ int watch_alloc(struct watch *w, char **specs, int n)
 	w->cur = calloc(n, sizeof(*w->cur));
 	w->host = calloc(n, sizeof(*w->host));
 	w->lo = calloc(n, sizeof(*w->lo));
-	if (!w->ep || !w->cur || !w->host || !w->lo)
+	w->cache = calloc(n, sizeof(*w->cache));
+	if (!w->ep || !w->cur || !w->host || !w->lo || !w->cache)
 		return -1;
 	for (int i = 0; i < n; i++)
 		w->ep[i].spec = specs[i];
@@ -63,10 +65,37 @@ static json_t *agent_job(struct watch *w, int i, json_t *o)
  * endpoint i's answer, on the first answer's clock: its snapshot's now, or 0 if it is none.
  * The document is kept in doc[i].
  */
-static int64_t take(struct watch *w, int i, json_t **doc)
+/*
+ * The answer as read, a page of what changed made whole against the last one (the next asks
+ * since this one); NULL where it cannot be (the next asks for the whole page)
+ */
+static json_t *whole_page(struct endpoint *e)
 {
 	json_error_t je;
-	json_t *o = agent_job(w, i, json_loadb(w->ep[i].body, w->ep[i].len, 0, &je));
+	json_t *o = json_loadb(e->body, e->len, 0, &je);
+	char why[160];
+
+	if (!o)
+		return NULL;
+	if (!e->dec && !(e->dec = delta_dec_new())) {
+		json_decref(o);
+		return NULL;
+	}
+	if (state_delta_take(e->dec, o, why, sizeof(why))) {
+		snprintf(e->err, sizeof(e->err), "a page of what changed: %s", why);
+		delta_dec_free(e->dec);
+		e->dec = NULL;
+		e->seq = 0;
+		json_decref(o);
+		return NULL;
+	}
+	e->seq = (unsigned long long)json_integer_value(json_object_get(o, "seq"));
+	return o;
+}
+
+static int64_t take(struct watch *w, int i, json_t **doc)
+{
+	json_t *o = agent_job(w, i, whole_page(&w->ep[i]));
 	json_t *b2r = json_object_get(o, "boot_to_realtime_ns");
 	json_t *now = json_object_get(json_object_get(o, "state"), "now_ns");
 	const char *host = json_string_value(json_object_get(o, "host"));
@@ -136,16 +165,24 @@ void watch_absorb(struct watch *w)
 	snapstore_free(w->merged);
 	w->merged = NULL;
 	for (int i = 0; i < w->n; i++) {
-		/* a tracer that does not answer is out of the picture, not frozen in it */
-		snapstore_free(w->cur[i]);
+		struct snapstore *last = w->cur[i];
+
 		w->cur[i] = NULL;
-		if (!doc[i])
+		/* a tracer that does not answer is out of the picture, not frozen in it */
+		if (!doc[i]) {
+			snapjson_cache_free(&w->cache[i]);
+			snapstore_free(last);
 			continue;
-		w->cur[i] = snapjson_parse(
+		}
+		/* what did not change since the last page is taken from the last store */
+		w->cur[i] = snapjson_parse_cached(
 			json_object_get(doc[i], "state"),
 			newest - json_integer_value(json_object_get(
 					 json_object_get(doc[i], "state"), "now_ns")),
-			err, sizeof(err));
+			&w->cache[i], err, sizeof(err));
+		if (!w->cur[i])
+			snapjson_cache_free(&w->cache[i]);
+		snapstore_free(last);
 		json_decref(doc[i]);
 		if (!w->cur[i])
 			snprintf(w->ep[i].err, sizeof(w->ep[i].err), "%s", err);
@@ -162,10 +199,15 @@ void watch_absorb(struct watch *w)
 
 void watch_free(struct watch *w)
 {
+	for (int i = 0; w->ep && i < w->n; i++)
+		delta_dec_free(w->ep[i].dec);
 	if (w->ep)
 		watchpoll_free(w->ep, w->n);
 	for (int i = 0; w->cur && i < w->n; i++)
 		snapstore_free(w->cur[i]);
+	for (int i = 0; w->cache && i < w->n; i++)
+		snapjson_cache_free(&w->cache[i]);
+	free(w->cache);
 	snapstore_free(w->merged);
 	if (w->started)
 		jobview_free(&w->v);

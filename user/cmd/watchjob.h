@@ -24,7 +24,8 @@ struct watch {
 	bool started;
 	int64_t ref_b2r; /* the clock: the first answer's boot_to_realtime_ns */
 	bool have_ref;
-	struct snapstore **cur; /* each endpoint's last snapshot, NULL: none */
+	struct snapstore **cur;	      /* each endpoint's last snapshot, NULL: none */
+	struct snapjson_cache *cache; /* each one's connections as last read (into cur's store) */
 	char (*host)[80];
 	char (*lo)[128]; /* each tracer's loopback identity, "" if unknown */
 	struct snapstore *merged;

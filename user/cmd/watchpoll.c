@@ -55,7 +55,11 @@ static void *handle(struct endpoint *e, struct curl_slist *hdr, long timeout_ms)
 	if (!h)
 		return NULL;
 	e->h = h;
-	curl_easy_setopt(h, CURLOPT_URL, e->url);
+	if (e->full)
+		snprintf(e->req, sizeof(e->req), "%s", e->url);
+	else
+		snprintf(e->req, sizeof(e->req), "%s?since=%llu", e->url, e->seq);
+	curl_easy_setopt(h, CURLOPT_URL, e->req);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, e);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);

@@ -3,6 +3,7 @@
 #ifndef NT_WATCHPOLL_H
 #define NT_WATCHPOLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct endpoint {
@@ -13,6 +14,14 @@ struct endpoint {
 	long code;     /* its HTTP status, 0 if none */
 	char err[192]; /* why there is none, "" if there is */
 	void *h;       /* its curl handle, kept so that its connection is kept */
+	/*
+	 * what changed since its last page (present/statedelta.h): the seq of that page (0:
+	 * none), the pages as read so far; whole pages each round when full
+	 */
+	unsigned long long seq;
+	struct delta_dec *dec;
+	bool full;
+	char req[224]; /* the URL asked for */
 };
 
 /* The URLs of n specs ("HOST:PORT", "[ADDR6]:PORT", "http://HOST:PORT"); -1 on a bad one. */

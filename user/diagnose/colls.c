@@ -12,6 +12,7 @@
  * rebuild them or export them as a second header of internals.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include "diagnose/rules.h"
@@ -455,26 +456,66 @@ static bool comm_view(const struct snapshot *s, int i, struct comm_view *v)
  * Are the members' counts ordered (each member at or past another in every function) and are
  * they equal? Unordered counts are different collectives on different ranks.
  */
+struct member_sum {
+	uint64_t sum;
+	int mem;
+};
+
+static int by_sum(const void *a, const void *b)
+{
+	const struct member_sum *x = a, *y = b;
+
+	return x->sum < y->sum ? -1 : x->sum > y->sum;
+}
+
+/* a's counts each at most b's (equal: each the same) */
+static bool counts_le(const struct snap_comm *a, const struct snap_comm *b, bool eq)
+{
+	for (int f = 0; f < SNAP_NSEQ; f++)
+		if (eq ? a->seq[f] != b->seq[f] : a->seq[f] > b->seq[f])
+			return false;
+	return true;
+}
+
+/*
+ * ordered: no two members each ahead of the other in some function (their counts a chain);
+ * equal: every member's counts the same. Members sorted by their total, each at most the next
+ * (the same where their totals are): a chain exactly when every pair is ordered, in n log n
+ * for the 4,096 members of a world communicator where every pair took 16 million steps.
+ */
 static void comm_order(const struct snapshot *s, const struct comm_view *v, bool *ordered,
 		       bool *equal)
 {
+	struct member_sum *m;
+
 	*ordered = *equal = true;
+	for (int f = 0; f < SNAP_NSEQ; f++)
+		*equal &= v->lo[f] == v->hi[f];
 	/* totals are always ordered: they cannot tell a function mismatch */
 	if (v->totals) {
 		*equal = v->least == v->most;
 		return;
 	}
-	for (int a = 0; a < v->nm; a++)
-		for (int b = 0; b < v->nm; b++) {
-			bool ahead = false, behind = false;
-
-			for (int f = 0; f < SNAP_NSEQ; f++) {
-				ahead |= s->comms[v->mem[a]].seq[f] > s->comms[v->mem[b]].seq[f];
-				behind |= s->comms[v->mem[a]].seq[f] < s->comms[v->mem[b]].seq[f];
-			}
-			*ordered &= !(ahead && behind);
-			*equal &= !ahead && !behind;
-		}
+	if (*equal || !(m = malloc(sizeof(*m) * (size_t)v->nm))) {
+		for (int a = 0; !*equal && a < v->nm; a++)
+			for (int b = 0; b < v->nm; b++)
+				*ordered &= counts_le(&s->comms[v->mem[a]], &s->comms[v->mem[b]],
+						      false) ||
+					    counts_le(&s->comms[v->mem[b]], &s->comms[v->mem[a]],
+						      false);
+		return;
+	}
+	for (int k = 0; k < v->nm; k++) {
+		m[k].mem = v->mem[k];
+		m[k].sum = 0;
+		for (int f = 0; f < SNAP_NSEQ; f++)
+			m[k].sum += s->comms[v->mem[k]].seq[f];
+	}
+	qsort(m, (size_t)v->nm, sizeof(*m), by_sum);
+	for (int k = 1; k < v->nm && *ordered; k++)
+		*ordered = counts_le(&s->comms[m[k - 1].mem], &s->comms[m[k].mem],
+				     m[k - 1].sum == m[k].sum);
+	free(m);
 }
 
 /* Each member ahead in a different function: the odd ones launched another collective. */
@@ -482,14 +523,16 @@ static void func_mismatch(const struct snapshot *s, const struct comm_view *v, s
 			  int *n, int max)
 {
 	int nm = v->nm, sig[nm];
-	uint64_t weight[nm];
+	uint64_t weight[nm], col[SNAP_NSEQ] = {0};
 	char desc[nm][COLL_DESC_LEN];
 
+	/* a function's weight: what every member launched of it */
+	for (int j = 0; j < nm; j++)
+		for (int f = 0; f < SNAP_NSEQ; f++)
+			col[f] += s->comms[v->mem[j]].seq[f];
 	for (int k = 0; k < nm; k++) {
 		sig[k] = member_coll(&s->comms[v->mem[k]], v->lo);
-		weight[k] = sig[k] >= 0 ? 0 : UINT64_MAX;
-		for (int j = 0; j < nm && sig[k] >= 0; j++)
-			weight[k] += s->comms[v->mem[j]].seq[sig[k]];
+		weight[k] = sig[k] >= 0 ? col[sig[k]] : UINT64_MAX;
 	}
 	for (int k = 0; k < nm; k++)
 		snprintf(desc[k], COLL_DESC_LEN, "%s #%llu", snap_coll_name(sig[k]),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,39 +374,123 @@ void sf_clamp(void *base, const struct sf *tab, int n, uint64_t now)
 	}
 }
 
+/*
+ * Each table's names, hashed (built at its first use, under a lock): a member is found in its
+ * table in one probe or two, where asking the object for each of the table's names took a
+ * lookup each (45 for a connection, most of them absent)
+ */
+#define SF_INDEX_SLOTS 256 /* a power of two, over twice the largest table */
+#define SF_INDEXES     32
+static struct sf_index {
+	const struct sf *tab;
+	int16_t slot[SF_INDEX_SLOTS]; /* field index + 1, 0 empty */
+} sf_indexes[SF_INDEXES];
+static pthread_mutex_t sf_index_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static unsigned sf_hash(const char *k)
+{
+	unsigned h = 2166136261u;
+
+	for (; *k; k++)
+		h = (h ^ (unsigned char)*k) * 16777619u;
+	return h;
+}
+
+static const struct sf_index *sf_index_of(const struct sf *tab, int n)
+{
+	struct sf_index *x = NULL;
+
+	for (int i = 0; i < SF_INDEXES; i++)
+		if (__atomic_load_n(&sf_indexes[i].tab, __ATOMIC_ACQUIRE) == tab)
+			return &sf_indexes[i];
+	if (n * 2 > SF_INDEX_SLOTS)
+		return NULL;
+	pthread_mutex_lock(&sf_index_lock);
+	for (int i = 0; i < SF_INDEXES && !x; i++)
+		if (sf_indexes[i].tab == tab || !sf_indexes[i].tab)
+			x = &sf_indexes[i];
+	if (x && !x->tab) {
+		for (int i = 0; i < n; i++) {
+			unsigned h = sf_hash(tab[i].name) & (SF_INDEX_SLOTS - 1);
+
+			while (x->slot[h])
+				h = (h + 1) & (SF_INDEX_SLOTS - 1);
+			x->slot[h] = (int16_t)(i + 1);
+		}
+		__atomic_store_n(&x->tab, tab, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&sf_index_lock);
+	return x;
+}
+
+/* tab's field named k, or NULL */
+static const struct sf *sf_find(const struct sf_index *x, const struct sf *tab, const char *k)
+{
+	for (unsigned h = sf_hash(k) & (SF_INDEX_SLOTS - 1); x->slot[h];
+	     h = (h + 1) & (SF_INDEX_SLOTS - 1))
+		if (!strcmp(tab[x->slot[h] - 1].name, k))
+			return &tab[x->slot[h] - 1];
+	return NULL;
+}
+
+static void sf_get_one(const struct sf *f, json_t *v, void *base, int64_t shift)
+{
+	char *p = (char *)base + f->off;
+	const char *s;
+	uint64_t u;
+
+	switch (f->type) {
+	case SF_HEX:
+		s = json_string_value(v);
+		set_uint(p, f->size, s ? strtoull(s, NULL, 16) : 0);
+		break;
+	case SF_BOOL:
+		*(bool *)p = json_is_true(v);
+		break;
+	case SF_CHAR:
+		s = json_string_value(v);
+		*p = s && *s ? *s : '?';
+		break;
+	case SF_STR:
+		s = json_string_value(v);
+		snprintf(p, f->size, "%s", s ? s : "");
+		break;
+	case SF_TIME:
+		u = (uint64_t)json_integer_value(v);
+		*(uint64_t *)p = u ? u + (uint64_t)shift : 0;
+		break;
+	default: /* signed values are stored two's complement either way */
+		set_uint(p, f->size, (uint64_t)json_integer_value(v));
+	}
+}
+
+void sf_shift(void *base, const struct sf *tab, int n, int64_t by)
+{
+	for (int i = 0; by && i < n; i++) {
+		uint64_t *t = (uint64_t *)((char *)base + tab[i].off);
+
+		if (tab[i].type == SF_TIME && *t)
+			*t += (uint64_t)by;
+	}
+}
+
 void sf_get(json_t *o, void *base, const struct sf *tab, int n, int64_t shift)
 {
-	for (int i = 0; i < n; i++) {
-		const struct sf *f = &tab[i];
-		char *p = (char *)base + f->off;
-		json_t *v = json_object_get(o, f->name);
-		const char *s;
-		uint64_t u;
+	const struct sf_index *x = sf_index_of(tab, n);
+	const char *k;
+	json_t *v;
 
-		if (!v)
-			continue;
-		switch (f->type) {
-		case SF_HEX:
-			s = json_string_value(v);
-			set_uint(p, f->size, s ? strtoull(s, NULL, 16) : 0);
-			break;
-		case SF_BOOL:
-			*(bool *)p = json_is_true(v);
-			break;
-		case SF_CHAR:
-			s = json_string_value(v);
-			*p = s && *s ? *s : '?';
-			break;
-		case SF_STR:
-			s = json_string_value(v);
-			snprintf(p, f->size, "%s", s ? s : "");
-			break;
-		case SF_TIME:
-			u = (uint64_t)json_integer_value(v);
-			*(uint64_t *)p = u ? u + (uint64_t)shift : 0;
-			break;
-		default: /* signed values are stored two's complement either way */
-			set_uint(p, f->size, (uint64_t)json_integer_value(v));
-		}
+	if (!x) {
+		for (int i = 0; i < n; i++)
+			if ((v = json_object_get(o, tab[i].name)))
+				sf_get_one(&tab[i], v, base, shift);
+		return;
+	}
+	json_object_foreach(o, k, v)
+	{
+		const struct sf *f = sf_find(x, tab, k);
+
+		if (f)
+			sf_get_one(f, v, base, shift);
 	}
 }

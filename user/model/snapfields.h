@@ -37,6 +37,9 @@ void sf_put(json_t *o, const void *base, const struct sf *tab, int n);
 /* The fields of o into base (absent ones left as they are); times moved by shift. */
 void sf_get(json_t *o, void *base, const struct sf *tab, int n, int64_t shift);
 
+/* Every time field of base, named by tab, that is not 0 moved by by. */
+void sf_shift(void *base, const struct sf *tab, int n, int64_t by);
+
 /* Every time field of base, named by tab, that is after now made now (see snapshot_clamp). */
 void sf_clamp(void *base, const struct sf *tab, int n, uint64_t now);
 

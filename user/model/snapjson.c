@@ -414,10 +414,84 @@ static void comm_parse(struct snap_comm *c, json_t *o, int64_t shift)
 	}
 }
 
+static size_t ptr_hash(const void *p, size_t cap)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int cache_find(const struct snapjson_cache *c, const json_t *el)
+{
+	if (!c || !c->cap)
+		return -1;
+	for (size_t h = ptr_hash(el, c->cap); c->tab[h]; h = (h + 1) & (c->cap - 1))
+		if (c->el[c->tab[h] - 1] == el)
+			return c->tab[h] - 1;
+	return -1;
+}
+
+void snapjson_cache_free(struct snapjson_cache *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->n; i++)
+		json_decref(c->el[i]);
+	free(c->el);
+	free(c->c);
+	free(c->tab);
+	memset(c, 0, sizeof(*c));
+}
+
+/* the cache made this page's: its connections' elements and what was read of them */
+static void cache_take(struct snapjson_cache *c, json_t *conns, const struct snap_conn *read, int n,
+		       int64_t shift)
+{
+	struct snapjson_cache nc = {.shift = shift};
+	size_t i;
+	json_t *v;
+	int k = 0;
+
+	for (nc.cap = 16; nc.cap < 2 * (size_t)n; nc.cap *= 2)
+		;
+	nc.el = calloc(n ? n : 1, sizeof(*nc.el));
+	nc.c = malloc(sizeof(*nc.c) * (n ? n : 1));
+	nc.tab = calloc(nc.cap, sizeof(*nc.tab));
+	snapjson_cache_free(c);
+	if (!nc.el || !nc.c || !nc.tab) {
+		free(nc.el);
+		free(nc.c);
+		free(nc.tab);
+		return;
+	}
+	json_array_foreach(conns, i, v)
+	{
+		size_t h;
+
+		if (!json_is_object(v) || k >= n)
+			continue;
+		nc.el[k] = json_incref(v);
+		nc.c[k] = read[k];
+		for (h = ptr_hash(v, nc.cap); nc.tab[h]; h = (h + 1) & (nc.cap - 1))
+			;
+		nc.tab[h] = k + 1;
+		k++;
+	}
+	nc.n = k;
+	*c = nc;
+}
+
 struct snapstore *snapjson_parse(json_t *o, int64_t shift, char *err, size_t errlen)
+{
+	return snapjson_parse_cached(o, shift, NULL, err, errlen);
+}
+
+struct snapstore *snapjson_parse_cached(json_t *o, int64_t shift, struct snapjson_cache *cache,
+					char *err, size_t errlen)
 {
 	json_t *procs = json_object_get(o, "procs"), *conns = json_object_get(o, "conns"),
 	       *comms = json_object_get(o, "comms"), *v;
+	struct snap_conn *read = NULL;
 	struct snapstore *st;
 	struct snapshot *s;
 	size_t i;
@@ -448,13 +522,36 @@ struct snapstore *snapjson_parse(json_t *o, int64_t shift, char *err, size_t err
 	}
 	json_array_foreach(conns, i, v)
 	{
-		if (json_is_object(v))
-			conn_parse(st, &s->conns[s->nconns++], v, shift);
+		struct snap_conn *c = &s->conns[s->nconns];
+		int k;
+
+		if (!json_is_object(v))
+			continue;
+		s->nconns++;
+		if ((k = cache_find(cache, v)) >= 0) {
+			/* the same element as the last page's: what was read of it, moved */
+			*c = cache->c[k];
+			sf_shift(c, sf_sconn, sf_sconn_n, shift - cache->shift);
+			sf_shift(&c->c, sf_conn, sf_conn_n, shift - cache->shift);
+			c->nccl_label = snapstore_str(st, cache->c[k].nccl_label);
+		} else {
+			conn_parse(st, c, v, shift);
+		}
 	}
 	json_array_foreach(comms, i, v)
 	{
 		if (json_is_object(v))
 			comm_parse(&s->comms[s->ncomms++], v, shift);
+	}
+	if (cache) {
+		read = malloc(sizeof(*read) * (s->nconns ? s->nconns : 1));
+		if (read)
+			memcpy(read, s->conns, sizeof(*read) * s->nconns);
+		if (read)
+			cache_take(cache, conns, read, s->nconns, shift);
+		else
+			snapjson_cache_free(cache);
+		free(read);
 	}
 	/* another host's times, or a hostile document's, after its own now: none is */
 	snapshot_clamp(s);

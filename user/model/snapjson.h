@@ -35,6 +35,26 @@ struct snapstore {
 struct snapstore *snapjson_parse(json_t *o, int64_t shift_ns, char *err, size_t errlen);
 void snapstore_free(struct snapstore *st);
 
+/*
+ * What a reader of one host's pages round after round keeps of the last (watch): each
+ * connection's element, held, and the connection as read from it. A page of what changed
+ * (present/statedelta.h) shares the elements that did not with the last one, the same objects:
+ * those are copied, their times moved, not read again. Its strings point into the last round's
+ * store, which must outlive the next parse.
+ */
+struct snapjson_cache {
+	json_t **el;
+	struct snap_conn *c; /* as read, before the clamp */
+	int n;
+	int64_t shift;
+	int *tab; /* el's index + 1 by address, open addressing; 0 empty */
+	size_t cap;
+};
+/* snapjson_parse(), the connections the cache has taken from it; the cache then this page's */
+struct snapstore *snapjson_parse_cached(json_t *o, int64_t shift_ns, struct snapjson_cache *cache,
+					char *err, size_t errlen);
+void snapjson_cache_free(struct snapjson_cache *cache);
+
 /* Allocations the store frees: zeroed memory, a copy of a string (NULL for NULL). */
 void *snapstore_alloc(struct snapstore *st, size_t size);
 const char *snapstore_str(struct snapstore *st, const char *s);

@@ -88,11 +88,18 @@ static bool loopback(const struct nt_tuple *t)
  */
 static void join_group(struct snap_conn *c, int n, const int *group, int g)
 {
-	struct snap_conn *v = calloc(n ? n : 1, sizeof(*v));
-	int *at = calloc(n ? n : 1, sizeof(*at)), m = 0;
+	struct snap_conn *v;
+	int *at, m = 0;
 
+	for (int i = 0; i < n; i++)
+		m += group[i] == g;
+	if (m < 2)
+		return;
+	v = calloc(m, sizeof(*v));
+	at = calloc(m, sizeof(*at));
 	if (!v || !at)
 		goto out;
+	m = 0;
 	for (int i = 0; i < n; i++)
 		if (group[i] == g) {
 			v[m] = c[i];
@@ -108,26 +115,36 @@ out:
 	free(at);
 }
 
-/* which inputs share a loopback with another: their group (the first such input), else -2 */
+/*
+ * which inputs share a loopback with another: their group (the first such input), else -2;
+ * only the groups there are are joined (a job of a thousand hosts, each its own loopback, has
+ * none but the one between hosts)
+ */
 static void join_hosts(struct snapstore *st, const struct snapmerge_in *in, int n)
 {
 	int *group = calloc(st->s.nconns ? st->s.nconns : 1, sizeof(*group)), k = 0;
+	bool *used = calloc(n ? n : 1, sizeof(*used));
 
-	if (!group)
-		return;
+	if (!group || !used)
+		goto out;
 	for (int h = 0; h < n; h++) {
 		int g = -2;
 
 		for (int e = 0; in[h].loopback && e < n && g == -2; e++)
 			if (e != h && in[e].loopback && !strcmp(in[e].loopback, in[h].loopback))
 				g = e < h ? e : h;
+		if (g >= 0)
+			used[g] = true;
 		for (int i = 0; i < in[h].s->nconns; i++, k++)
 			group[k] = loopback(&st->s.conns[k].c.t) ? g : -1;
 	}
 	join_group(st->s.conns, st->s.nconns, group, -1);
 	for (int h = 0; h < n; h++)
-		join_group(st->s.conns, st->s.nconns, group, h);
+		if (used[h])
+			join_group(st->s.conns, st->s.nconns, group, h);
+out:
 	free(group);
+	free(used);
 }
 
 static void add_host(struct snapstore *st, const struct merge *m, const struct snapmerge_in *in,

@@ -261,12 +261,66 @@ static void test_cached_parse(void **st)
 	json_decref(c2);
 }
 
+/*
+ * A store moved in time is the same as the page read again with the shift and the move: every
+ * time of every table (processes, their stacks, GPU, verbs and NCCL log; connections;
+ * communicators) moved, 0 kept, nothing else changed (written back, the two are equal)
+ */
+static void test_store_shift(void **st)
+{
+	json_t *o = json_loads(
+		"{\"now_ns\":900000,\"tcp_resumed_ns\":1000,"
+		"\"procs\":[{\"pid\":7,\"rank\":1,\"nccl_since_ns\":5000,\"exit_ns\":0,"
+		"\"ib_hs_since_ns\":6000,\"stacks\":[{\"tid\":7,\"taken_ns\":7000,\"frames\":"
+		"[{\"pc\":1,\"func\":\"f\"}],\"nccl_frames\":[0]}],\"gpu\":{\"index\":0,"
+		"\"xid_ns\":8000,\"sampled_ns\":8100},\"ib_error\":{\"ts_ns\":8200,\"count\":1},"
+		"\"ib\":{\"async_ns\":8300,\"qps\":[{\"created_ns\":8400,\"changed_ns\":8500}]},"
+		"\"nccl_log\":{\"comms\":[{\"rank\":1,\"start_ns\":8600,\"complete_ns\":0,"
+		"\"rings_ns\":8700}],\"paths\":[{\"from\":0,\"to\":1}]}}],"
+		"\"conns\":[{\"pid\":7,\"first_ns\":100,\"last_send_ns\":200,"
+		"\"blocked_since_ns\":300,\"family\":2,\"src\":\"127.0.0.1:1\","
+		"\"dst\":\"127.0.0.1:2\",\"nccl_label\":\"net\"}],"
+		"\"comms\":[{\"pid\":7,\"nranks\":2,\"changed_ns\":400,\"seq\":[1,2,3,4,5]}]}",
+		0, NULL);
+	struct snapstore *a, *b;
+	json_t *ja, *jb;
+	char err[128];
+
+	(void)st;
+	assert_non_null(o);
+	a = snapjson_parse(o, 50, err, sizeof(err));
+	b = snapjson_parse(o, 50 + 1234, err, sizeof(err));
+	assert_non_null(a);
+	assert_non_null(b);
+	snapstore_shift(a, 1234);
+	ja = snapjson_from_snapshot(&a->s);
+	jb = snapjson_from_snapshot(&b->s);
+	if (!json_equal(ja, jb)) {
+		char *x = json_dumps(ja, JSON_SORT_KEYS), *y = json_dumps(jb, JSON_SORT_KEYS);
+
+		print_error("moved: %s\nread: %s\n", x, y);
+		free(x);
+		free(y);
+		fail();
+	}
+	/* and it moved: a stack's time, a log's, a connection's */
+	assert_int_equal(a->s.procs[0].stacks[0].st.taken_ns, 7000 + 50 + 1234);
+	assert_int_equal(a->s.procs[0].nccl_log->comm[0].rings_ns, 8700 + 50 + 1234);
+	assert_int_equal(a->s.procs[0].nccl_log->comm[0].complete_ns, 0);
+	assert_int_equal(a->s.conns[0].c.first_ns, 100 + 50 + 1234);
+	json_decref(ja);
+	json_decref(jb);
+	snapstore_free(a);
+	snapstore_free(b);
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),     cmocka_unit_test(test_clients),
 		cmocka_unit_test(test_forgets_oldest), cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_cached_parse),
+		cmocka_unit_test(test_cached_parse),   cmocka_unit_test(test_store_shift),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

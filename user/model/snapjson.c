@@ -481,6 +481,61 @@ static void cache_take(struct snapjson_cache *c, json_t *conns, const struct sna
 	*c = nc;
 }
 
+/* a table's fields of n structs of size sz at base, each time moved by by */
+static void shift_each(const void *base, size_t sz, int n, const struct sf *tab, int ntab,
+		       int64_t by)
+{
+	for (int i = 0; i < n; i++)
+		sf_shift((char *)base + (size_t)i * sz, tab, ntab, by);
+}
+
+void snapstore_shift(struct snapstore *st, int64_t by)
+{
+	struct snapshot *s = &st->s;
+
+	/* what the store owns is the store's: its const is for the snapshot's readers */
+	sf_shift(s, sf_snap, sf_snap_n, by);
+	for (int i = 0; i < s->nprocs; i++) {
+		struct snap_proc *p = &s->procs[i];
+		struct snap_nccl_log *l = (struct snap_nccl_log *)p->nccl_log;
+		struct snap_ib *ib = (struct snap_ib *)p->ib;
+
+		sf_shift(p, sf_proc, sf_proc_n, by);
+		for (int k = 0; k < p->nstacks; k++) {
+			struct snap_stack *x = (struct snap_stack *)&p->stacks[k];
+
+			sf_shift(x, sf_stack, sf_stack_n, by);
+			shift_each(x->st.frames, sizeof(x->st.frames[0]), x->st.nframes, sf_frame,
+				   sf_frame_n, by);
+		}
+		if (p->gpu)
+			sf_shift((void *)p->gpu, sf_gpu, sf_gpu_n, by);
+		if (p->ib_err)
+			sf_shift((void *)p->ib_err, sf_ib_err, sf_ib_err_n, by);
+		if (ib) {
+			sf_shift(ib, sf_ib, sf_ib_n, by);
+			shift_each(ib->qp, sizeof(ib->qp[0]), ib->nqp, sf_qp, sf_qp_n, by);
+		}
+		if (l) {
+			sf_shift(l, sf_log, sf_log_n, by);
+			shift_each(l->comm, sizeof(l->comm[0]), l->ncomm, sf_log_comm,
+				   sf_log_comm_n, by);
+			shift_each(l->path, sizeof(l->path[0]), l->npath, sf_log_path,
+				   sf_log_path_n, by);
+			shift_each(l->gdr, sizeof(l->gdr[0]), l->ngdr, sf_log_gdr, sf_log_gdr_n,
+				   by);
+			shift_each(l->env, sizeof(l->env[0]), l->nenv, sf_log_env, sf_log_env_n,
+				   by);
+			shift_each(l->ifs, sizeof(l->ifs[0]), l->nifs, sf_log_if, sf_log_if_n, by);
+		}
+	}
+	for (int i = 0; i < s->nconns; i++) {
+		sf_shift(&s->conns[i], sf_sconn, sf_sconn_n, by);
+		sf_shift(&s->conns[i].c, sf_conn, sf_conn_n, by);
+	}
+	shift_each(s->comms, sizeof(s->comms[0]), s->ncomms, sf_comm, sf_comm_n, by);
+}
+
 struct snapstore *snapjson_parse(json_t *o, int64_t shift, char *err, size_t errlen)
 {
 	return snapjson_parse_cached(o, shift, NULL, err, errlen);

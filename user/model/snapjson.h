@@ -34,6 +34,11 @@ struct snapstore {
  */
 struct snapstore *snapjson_parse(json_t *o, int64_t shift_ns, char *err, size_t errlen);
 void snapstore_free(struct snapstore *st);
+/*
+ * Every time of a store read by snapjson_parse moved by by (0 stays 0): what reading it again
+ * with shift_ns + by gives, without reading it
+ */
+void snapstore_shift(struct snapstore *st, int64_t by);
 
 /*
  * What a reader of one host's pages round after round keeps of the last (watch): each

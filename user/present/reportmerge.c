@@ -15,9 +15,17 @@ struct mdump {
 	const char *path;
 	char host[80];
 	json_t *header, *footer;
-	json_t *states; /* [{ts_ns, state}] in order */
-	int64_t b2r;	/* boot_to_realtime_ns */
-	int64_t shift;	/* onto the first dump's clock */
+	/*
+	 * its state records' times (a first reading), and the last of them whole (the skew);
+	 * then read again as the merge goes: the one in force (at), from reader r
+	 */
+	int64_t *ts;
+	size_t nts, capts;
+	json_t *last, *rec;
+	struct dump_reader *r;
+	int64_t cur_t; /* the step cur was made for */
+	int64_t b2r;   /* boot_to_realtime_ns */
+	int64_t shift; /* onto the first dump's clock */
 	/*
 	 * what the connection pairs with host skew_from (-1: none) say of its clock, after the
 	 * realtime anchors: bounds (ns, INT64_MIN/MAX: open) and the correction taken from shift
@@ -27,6 +35,13 @@ struct mdump {
 	size_t at;	       /* the state in use */
 	struct snapstore *cur; /* it, as of the step's time */
 };
+
+static bool is_state(json_t *rec)
+{
+	const char *type = json_string_value(json_object_get(rec, "type"));
+
+	return type && !strcmp(type, "state") && json_is_integer(json_object_get(rec, "ts_ns"));
+}
 
 static int collect_states(void *ctx, json_t *rec, int line)
 {
@@ -41,15 +56,42 @@ static int collect_states(void *ctx, json_t *rec, int line)
 		json_decref(d->footer); /* two footers: the last one */
 		d->footer = json_incref(rec);
 	}
-	if (type && !strcmp(type, "state") && json_is_integer(json_object_get(rec, "ts_ns")))
-		json_array_append(d->states, rec);
+	if (is_state(rec)) {
+		if (d->nts == d->capts) {
+			size_t cap = d->capts ? 2 * d->capts : 256;
+			int64_t *v = realloc(d->ts, cap * sizeof(*v));
+
+			if (!v)
+				return -1;
+			d->ts = v;
+			d->capts = cap;
+		}
+		d->ts[d->nts++] = json_integer_value(json_object_get(rec, "ts_ns"));
+		json_decref(d->last);
+		d->last = json_incref(rec);
+	}
 	return 0;
 }
 
 static int64_t state_ts(const struct mdump *d, size_t i)
 {
-	return json_integer_value(json_object_get(json_array_get(d->states, i), "ts_ns")) +
-	       d->shift;
+	return d->ts[i] + d->shift;
+}
+
+/* the next state record of d's second reading, NULL at its end (or on an error, in err) */
+static json_t *next_state(struct mdump *d, char *err, size_t errlen)
+{
+	json_t *rec;
+	int line;
+
+	if (!d->r && !(d->r = dump_reader_open(d->path, DUMP_READ_STATES, err, errlen)))
+		return NULL;
+	while (dump_reader_next(d->r, &rec, &line, err, errlen) == 1) {
+		if (is_state(rec))
+			return rec;
+		json_decref(rec);
+	}
+	return NULL;
 }
 
 /* the dumps read, hosts named (a host twice gets "#2"), clocks put on the first's */
@@ -59,10 +101,9 @@ static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t er
 		const char *h;
 
 		d[i].path = paths[i];
-		d[i].states = json_array();
 		if (dump_read_states(paths[i], collect_states, &d[i], err, errlen))
 			return -1;
-		if (!json_array_size(d[i].states)) {
+		if (!d[i].nts) {
 			snprintf(
 				err, errlen,
 				"%s: no state records (a dump of nccltrace before multi-host "
@@ -87,10 +128,8 @@ static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t er
 static struct snapstore *last_state(const struct mdump *d)
 {
 	char err[128];
-	json_t *st =
-		json_object_get(json_array_get(d->states, json_array_size(d->states) - 1), "state");
 
-	return snapjson_parse(st, d->shift, err, sizeof(err));
+	return snapjson_parse(json_object_get(d->last, "state"), d->shift, err, sizeof(err));
 }
 
 /*
@@ -146,6 +185,17 @@ out:
  * later than the tracer on its host would have, never sooner. How many hosts have one; *stale:
  * the most that separates one from t.
  */
+/* a dump that ended before its first reading's count (written to while read): -1 */
+static int cut(const struct mdump *d, char *err, size_t errlen)
+{
+	if (!err[0])
+		snprintf(err, errlen,
+			 "%s: fewer state records than at its first reading (written to while "
+			 "read?)",
+			 d->path);
+	return -1;
+}
+
 static int states_at(struct mdump *d, int n, int64_t t, struct snapmerge_in *in, uint64_t *stale,
 		     char *err, size_t errlen)
 {
@@ -154,21 +204,37 @@ static int states_at(struct mdump *d, int n, int64_t t, struct snapmerge_in *in,
 	*stale = 0;
 
 	for (int i = 0; i < n; i++) {
-		size_t ns = json_array_size(d[i].states);
-		json_t *st;
+		size_t ns = d[i].nts;
+		bool moved = false;
 
-		while (d[i].at + 1 < ns && state_ts(&d[i], d[i].at + 1) <= t)
+		if (!d[i].rec) {
+			if (!(d[i].rec = next_state(&d[i], err, errlen)))
+				return cut(&d[i], err, errlen);
+			moved = true;
+		}
+		while (d[i].at + 1 < ns && state_ts(&d[i], d[i].at + 1) <= t) {
+			json_decref(d[i].rec);
+			if (!(d[i].rec = next_state(&d[i], err, errlen)))
+				return cut(&d[i], err, errlen);
 			d[i].at++;
+			moved = true;
+		}
 		/* not started yet, or its tracer ended more than 2 s ago: the host is absent */
 		if (state_ts(&d[i], d[i].at) > t ||
 		    (d[i].at + 1 == ns && t - state_ts(&d[i], d[i].at) > 2 * (int64_t)1000000000))
 			continue;
-		st = json_object_get(json_array_get(d[i].states, d[i].at), "state");
-		snapstore_free(d[i].cur);
-		d[i].cur = snapjson_parse(st, d[i].shift + (t - state_ts(&d[i], d[i].at)), err,
-					  errlen);
-		if (!d[i].cur)
-			return -1;
+		if (moved || !d[i].cur) {
+			snapstore_free(d[i].cur);
+			d[i].cur = snapjson_parse(json_object_get(d[i].rec, "state"),
+						  d[i].shift + (t - state_ts(&d[i], d[i].at)), err,
+						  errlen);
+			if (!d[i].cur)
+				return -1;
+		} else {
+			/* the same state a second later: moved, not read again */
+			snapstore_shift(d[i].cur, t - d[i].cur_t);
+		}
+		d[i].cur_t = t;
 		if ((uint64_t)(t - state_ts(&d[i], d[i].at)) > *stale)
 			*stale = (uint64_t)(t - state_ts(&d[i], d[i].at));
 		in[k++] = (struct snapmerge_in){
@@ -191,8 +257,8 @@ static int replay(struct mdump *d, int n, struct jobview *v, char *err, size_t e
 	for (int i = 0; i < n; i++) {
 		if (state_ts(&d[i], 0) < t0)
 			t0 = state_ts(&d[i], 0);
-		if (state_ts(&d[i], json_array_size(d[i].states) - 1) > t1)
-			t1 = state_ts(&d[i], json_array_size(d[i].states) - 1);
+		if (state_ts(&d[i], d[i].nts - 1) > t1)
+			t1 = state_ts(&d[i], d[i].nts - 1);
 	}
 	for (int64_t t = t0;; t += 1000000000) {
 		uint64_t stale;
@@ -243,9 +309,8 @@ static json_t *merged_info(struct mdump *d, int n)
 	for (int i = 0; i < n; i++) {
 		json_t *o = json_pack("{s:s,s:s,s:I,s:f,s:i,s:f}", "path", d[i].path, "host",
 				      d[i].host, "boot_to_realtime_ns", (json_int_t)d[i].b2r,
-				      "offset_s", (double)d[i].shift / 1e9, "states",
-				      (int)json_array_size(d[i].states), "skew_s",
-				      (double)d[i].skew / 1e9);
+				      "offset_s", (double)d[i].shift / 1e9, "states", (int)d[i].nts,
+				      "skew_s", (double)d[i].skew / 1e9);
 
 		/* its --max-dump-bytes, and what that left out */
 		if (d[i].footer && json_object_get(d[i].footer, "budget"))
@@ -316,7 +381,10 @@ static void mdumps_free(struct mdump *d, int n)
 	for (int i = 0; i < n; i++) {
 		json_decref(d[i].header);
 		json_decref(d[i].footer);
-		json_decref(d[i].states);
+		free(d[i].ts);
+		json_decref(d[i].last);
+		json_decref(d[i].rec);
+		dump_reader_close(d[i].r);
 		snapstore_free(d[i].cur);
 	}
 	free(d);

@@ -454,7 +454,12 @@ int dump_read_states(const char *path, int (*fn)(void *, json_t *, int), void *c
  */
 static bool unwanted(const char *line, size_t n, int want)
 {
-	static const char st[] = "{\"type\":\"state\",", sn[] = "{\"type\":\"snapshot\",";
+	static const char st[] = "{\"type\":\"state\",", sn[] = "{\"type\":\"snapshot\",",
+			  ft[] = "{\"type\":\"footer\",";
+
+	if (want & DUMP_READ_ONLY_STATES)
+		return !(n > sizeof(st) && !memcmp(line, st, sizeof(st) - 1)) &&
+		       !(n > sizeof(ft) && !memcmp(line, ft, sizeof(ft) - 1));
 
 	if (!(want & DUMP_READ_STATES) && n > sizeof(st) && !memcmp(line, st, sizeof(st) - 1))
 		return true;

@@ -129,7 +129,8 @@ int dump_read_events(const char *path, int (*fn)(void *ctx, json_t *rec, int lin
  * A dump read one record at a time (what `replay` plays as time goes), with the checks of
  * dump_read(): want is what it gives beside the events, findings, header and footer.
  */
-enum { DUMP_READ_STATES = 1, DUMP_READ_SNAPSHOTS = 2 };
+/* DUMP_READ_ONLY_STATES: the header, the state records and the footer, nothing else parsed */
+enum { DUMP_READ_STATES = 1, DUMP_READ_SNAPSHOTS = 2, DUMP_READ_ONLY_STATES = 4 };
 struct dump_reader;
 /* NULL with "PATH: why" in err */
 struct dump_reader *dump_reader_open(const char *path, int want, char *err, size_t errlen);

@@ -84,7 +84,7 @@ static json_t *next_state(struct mdump *d, char *err, size_t errlen)
 	json_t *rec;
 	int line;
 
-	if (!d->r && !(d->r = dump_reader_open(d->path, DUMP_READ_STATES, err, errlen)))
+	if (!d->r && !(d->r = dump_reader_open(d->path, DUMP_READ_ONLY_STATES, err, errlen)))
 		return NULL;
 	while (dump_reader_next(d->r, &rec, &line, err, errlen) == 1) {
 		if (is_state(rec))
@@ -94,6 +94,28 @@ static json_t *next_state(struct mdump *d, char *err, size_t errlen)
 	return NULL;
 }
 
+/* d's header, state records and footer, every other record passed over unread */
+static int read_states_only(struct mdump *d, char *err, size_t errlen)
+{
+	struct dump_reader *r = dump_reader_open(d->path, DUMP_READ_ONLY_STATES, err, errlen);
+	json_t *rec;
+	int line, rc;
+
+	if (!r)
+		return -1;
+	while ((rc = dump_reader_next(r, &rec, &line, err, errlen)) == 1) {
+		rc = collect_states(d, rec, line);
+		json_decref(rec);
+		if (rc) {
+			snprintf(err, errlen, "%s: out of memory", d->path);
+			rc = -1;
+			break;
+		}
+	}
+	dump_reader_close(r);
+	return rc;
+}
+
 /* the dumps read, hosts named (a host twice gets "#2"), clocks put on the first's */
 static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t errlen)
 {
@@ -101,7 +123,7 @@ static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t er
 		const char *h;
 
 		d[i].path = paths[i];
-		if (dump_read_states(paths[i], collect_states, &d[i], err, errlen))
+		if (read_states_only(&d[i], err, errlen))
 			return -1;
 		if (!d[i].nts) {
 			snprintf(

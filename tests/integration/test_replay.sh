@@ -9,7 +9,7 @@
 # `watch` over the 16 /state endpoints names rank 1 on node 0 and nothing else, each node its
 # ranks at an offset and its own loopback; 16 healthy nodes: no finding. Bad input: one line,
 # the right exit status.
-# checks: 22
+# checks: 23
 . "$(dirname "$0")/lib.sh"
 
 trap 'exit 143' TERM INT HUP
@@ -160,6 +160,25 @@ kill -TERM $R
 wait $R
 check scale16_healthy_quiet "$(grep -E '^nccltrace: ' "$TMP/wh.out" | head -3)" -- \
 	test "$(grep -cE '^nccltrace: [A-Z_]+ [0-9.]+s' "$TMP/wh.out")" -eq 0
+
+# --- the merged text of a job too big to read rank by rank: 17 copies of the stall dump, each
+# its own host (68 ranks): each culprit's rank in full, the others a line per host and state
+mkdir -p "$TMP/many"
+head -1 "$D" >"$TMP/many/head"
+for k in $(seq 0 16); do
+	{ sed -e "s/\"host\":\"[^\"]*\"/\"host\":\"h$k\"/" \
+		-e "s/\"loopback\":\"\([^\"]*\)\"/\"loopback\":\"\1#$k\"/" "$TMP/many/head"
+	  tail -n +2 "$D"; } >"$TMP/many/n$k.jsonl"
+done
+"$NT" report "$TMP"/many/n*.jsonl >"$TMP/many.txt" 2>&1
+"$NT" report --json "$TMP"/many/n*.jsonl >"$TMP/many.json" 2>/dev/null
+full=$(sed -n '/^ranks: /,$p' "$TMP/many.txt" | grep -c '^  rank [0-9]* (pid ')
+named=$(jq '[.findings[] | select(.rank != null) | "\(.host) \(.rank)"] | unique | length' "$TMP/many.json")
+grouped=$(sed -n 's/^  h[0-9]*: \([0-9]*\) ranks\{0,1\} (.*/\1/p' "$TMP/many.txt" |
+	awk '{ s += $1 } END { print s + 0 }')
+check report_groups_many_ranks "$(grep '^ranks: ' "$TMP/many.txt"); $full in full, $named culprits named, ${grouped:-0} in groups" -- \
+	test "$(grep -c '^ranks: 68, more than 64' "$TMP/many.txt")" -eq 1 -a "$full" -eq "$named" \
+	-a "$named" -ge 1 -a "$((full + ${grouped:-0}))" -eq 68
 
 # --- bad input: one line each, the right status
 out=$("$NT" replay 2>&1)

@@ -175,49 +175,160 @@ static void print_ib(json_t *ib)
 	}
 }
 
-static void print_ranks(json_t *ranks)
+static void print_rank(json_t *r)
 {
-	size_t i, j;
-	json_t *r, *p;
+	char sb[16], rb[16];
+	size_t j;
+	json_t *p;
 
-	if (!json_array_size(ranks))
-		return;
-	printf("\nranks:\n");
-	json_array_foreach(ranks, i, r)
+	printf("  rank %lld (pid %lld%s%s): %lld connections, %s sent, %s received, %lld "
+	       "retransmits%s%s\n",
+	       (long long)json_integer_value(json_object_get(r, "rank")),
+	       (long long)json_integer_value(json_object_get(r, "pid")),
+	       json_object_get(r, "host") ? ", " : "",
+	       json_string_value(json_object_get(r, "host")) ?: "",
+	       (long long)json_integer_value(json_object_get(r, "connections")),
+	       fmt_bytes(json_integer_value(json_object_get(r, "bytes_sent")), sb, sizeof(sb)),
+	       fmt_bytes(json_integer_value(json_object_get(r, "bytes_recv")), rb, sizeof(rb)),
+	       (long long)json_integer_value(json_object_get(r, "retrans")),
+	       json_object_get(r, "ended") ? "; " : "",
+	       json_string_value(json_object_get(r, "ended")) ?: "");
+	print_ib(json_object_get(r, "ib"));
+	reportlog_print(r);
+	json_array_foreach(json_object_get(r, "timeline"), j, p)
 	{
-		char sb[16], rb[16];
-
-		printf("  rank %lld (pid %lld): %lld connections, %s sent, %s received, %lld "
-		       "retransmits%s%s\n",
-		       (long long)json_integer_value(json_object_get(r, "rank")),
-		       (long long)json_integer_value(json_object_get(r, "pid")),
-		       (long long)json_integer_value(json_object_get(r, "connections")),
-		       fmt_bytes(json_integer_value(json_object_get(r, "bytes_sent")), sb,
-				 sizeof(sb)),
-		       fmt_bytes(json_integer_value(json_object_get(r, "bytes_recv")), rb,
-				 sizeof(rb)),
-		       (long long)json_integer_value(json_object_get(r, "retrans")),
-		       json_object_get(r, "ended") ? "; " : "",
-		       json_string_value(json_object_get(r, "ended")) ?: "");
-		print_ib(json_object_get(r, "ib"));
-		reportlog_print(r);
-		json_array_foreach(json_object_get(r, "timeline"), j, p)
-		{
-			if (j == 12) {
-				printf("      ... %zu more\n",
-				       json_array_size(json_object_get(r, "timeline")) - 12);
-				break;
-			}
-			printf("      %8.3fs  %-44s %.3fs\n",
-			       json_number_value(json_object_get(p, "start_s")),
-			       json_string_value(json_object_get(p, "phase")),
-			       json_number_value(json_object_get(p, "dur_s")));
+		if (j == 12) {
+			printf("      ... %zu more\n",
+			       json_array_size(json_object_get(r, "timeline")) - 12);
+			break;
 		}
-		if (json_is_number(json_object_get(r, "ended_s")))
-			printf("      %8.3fs  %s\n",
-			       json_number_value(json_object_get(r, "ended_s")),
-			       json_string_value(json_object_get(r, "ended")));
+		printf("      %8.3fs  %-44s %.3fs\n",
+		       json_number_value(json_object_get(p, "start_s")),
+		       json_string_value(json_object_get(p, "phase")),
+		       json_number_value(json_object_get(p, "dur_s")));
 	}
+	if (json_is_number(json_object_get(r, "ended_s")))
+		printf("      %8.3fs  %s\n", json_number_value(json_object_get(r, "ended_s")),
+		       json_string_value(json_object_get(r, "ended")));
+}
+
+/* more ranks than a person reads one by one: the culprits', then the others in groups */
+#define RANKS_IN_FULL 64
+
+/* a rank some finding names as its culprit (on its host, in a merged report) */
+static bool named(json_t *findings, json_t *r)
+{
+	const char *h = json_string_value(json_object_get(r, "host"));
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(findings, i, f)
+	{
+		const char *fh = json_string_value(json_object_get(f, "host"));
+
+		if (json_is_integer(json_object_get(f, "rank")) &&
+		    json_equal(json_object_get(f, "rank"), json_object_get(r, "rank")) &&
+		    (!h || !fh || !strcmp(h, fh)))
+			return true;
+	}
+	return false;
+}
+
+static const char *last_phase(json_t *r)
+{
+	json_t *tl = json_object_get(r, "timeline");
+
+	return json_string_value(
+		       json_object_get(json_array_get(tl, json_array_size(tl) - 1), "phase"))
+		       ?: "no NCCL phase seen";
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/*
+ * The ranks of a group: those after i (not yet told) on i's host, in i's last phase, ended as
+ * it ended; each marked told, their ranks into list ("40-47", "3,9,12-15")
+ */
+static size_t take_group(json_t *ranks, size_t i, bool *told, char *list, size_t len)
+{
+	json_t *a = json_array_get(ranks, i), *b;
+	size_t n = 0, off = 0, j;
+	long long run_lo = -2, run_hi = -2;
+
+	list[0] = '\0';
+	for (j = i; j < json_array_size(ranks); j++) {
+		long long rk;
+
+		b = json_array_get(ranks, j);
+		if (told[j] ||
+		    !same_str(json_string_value(json_object_get(a, "host")),
+			      json_string_value(json_object_get(b, "host"))) ||
+		    strcmp(last_phase(a), last_phase(b)) ||
+		    !same_str(json_string_value(json_object_get(a, "ended")),
+			      json_string_value(json_object_get(b, "ended"))))
+			continue;
+		told[j] = true;
+		n++;
+		rk = json_integer_value(json_object_get(b, "rank"));
+		if (rk == run_hi + 1) {
+			run_hi = rk;
+			continue;
+		}
+		if (run_lo >= -1 && off < len)
+			off += (size_t)snprintf(list + off, len - off,
+						run_hi > run_lo ? "%s%lld-%lld" : "%s%lld",
+						off ? "," : "", run_lo, run_hi);
+		run_lo = run_hi = rk;
+	}
+	if (run_lo >= -1 && off < len)
+		snprintf(list + off, len - off, run_hi > run_lo ? "%s%lld-%lld" : "%s%lld",
+			 off ? "," : "", run_lo, run_hi);
+	return n;
+}
+
+static void print_ranks(json_t *ranks, json_t *findings)
+{
+	size_t n = json_array_size(ranks), i, shown = 0;
+	bool *told;
+	json_t *r;
+
+	if (!n)
+		return;
+	told = n > RANKS_IN_FULL ? calloc(n, sizeof(*told)) : NULL;
+	if (!told) {
+		printf("\nranks:\n");
+		json_array_foreach(ranks, i, r) print_rank(r);
+		return;
+	}
+	printf("\nranks: %zu, more than %d: each culprit's in full, then the others a line for "
+	       "each host, last phase and end:\n",
+	       n, RANKS_IN_FULL);
+	json_array_foreach(ranks, i, r) if (named(findings, r))
+	{
+		print_rank(r);
+		told[i] = true;
+		shown++;
+	}
+	if (shown)
+		printf("\n");
+	for (i = 0; i < n; i++) {
+		char list[256];
+		size_t k;
+
+		if (told[i])
+			continue;
+		r = json_array_get(ranks, i);
+		k = take_group(ranks, i, told, list, sizeof(list));
+		printf("  %s: %zu rank%s (%s%s): last %s, %s\n",
+		       json_string_value(json_object_get(r, "host")) ?: "this host", k,
+		       k == 1 ? "" : "s", list, strlen(list) == sizeof(list) - 1 ? "..." : "",
+		       last_phase(r),
+		       json_string_value(json_object_get(r, "ended")) ?: "running at the end");
+	}
+	free(told);
 }
 
 /*
@@ -554,7 +665,7 @@ static void print_report(json_t *r)
 			printf("    %s %s\n", j ? "or:" : "likely:", json_string_value(e));
 		print_settings(json_object_get(f, "settings"));
 	}
-	print_ranks(json_object_get(r, "ranks"));
+	print_ranks(json_object_get(r, "ranks"), json_object_get(r, "findings"));
 	if (json_object_get(r, "lost")) {
 		json_t *lost = json_object_get(r, "lost");
 

@@ -9,7 +9,7 @@
 # `watch` over the 16 /state endpoints names rank 1 on node 0 and nothing else, each node its
 # ranks at an offset and its own loopback; 16 healthy nodes: no finding. Bad input: one line,
 # the right exit status.
-# checks: 23
+# checks: 24
 . "$(dirname "$0")/lib.sh"
 
 trap 'exit 143' TERM INT HUP
@@ -150,6 +150,12 @@ check watch_cost_told "watch's stderr: $(head -c 300 "$TMP/w16.err")" -- \
 "$NT" replay --nodes 16 --listen 127.0.0.1:$BASE "$H" 2>/dev/null &
 R=$!
 wait_for 5 curl -sf -o /dev/null "http://127.0.0.1:$((BASE + 15))/state"
+# more tracers than are listed one by one, one of them not there: the count, and that one
+# shellcheck disable=SC2086
+"$NT" watch --once $EPS 127.0.0.1:$((BASE + 16)) >"$TMP/once17.txt" 2>&1
+check once_many_tracers "$(tail -3 "$TMP/once17.txt")" -- \
+	bash -c 'grep -qx "16 of 17 tracers answered" "$1" && grep -q "^  127.0.0.1:$2: " "$1" &&
+	! grep -q "^127.0.0.1:" "$1"' _ "$TMP/once17.txt" $((BASE + 16))
 # shellcheck disable=SC2086
 "$NT" watch --no-tui $EPS >"$TMP/wh.out" 2>/dev/null &
 W=$!

@@ -27,6 +27,8 @@
 #include "util/clock.h"
 
 #define ROUND_NS (NT_NSEC_PER_SEC / 2)
+/* more tracers than this: --once tells how many answered, the findings first */
+#define WATCH_HOSTS_LISTED 16
 
 static const char watch_help[] =
 	"Usage: nccltrace watch [--once [--json]] [--token-file FILE] [-t SEC] [--no-tui]\n"
@@ -170,8 +172,10 @@ static void print_once(const struct watch *w)
 		json_decref(o);
 		return;
 	}
-	for (int k = 0; k < w->n; k++)
-		printf("%s: %s\n", w->ep[k].spec, w->cur[k] ? w->host[k] : w->ep[k].err);
+	/* many tracers: how many answered, and those that did not, after the findings */
+	if (w->n <= WATCH_HOSTS_LISTED)
+		for (int k = 0; k < w->n; k++)
+			printf("%s: %s\n", w->ep[k].spec, w->cur[k] ? w->host[k] : w->ep[k].err);
 	printf("%zu finding%s\n", json_array_size(fs), json_array_size(fs) == 1 ? "" : "s");
 	json_array_foreach(fs, i, f)
 	{
@@ -182,6 +186,18 @@ static void print_once(const struct watch *w)
 			printf("    %s\n", json_string_value(e));
 		json_array_foreach(json_object_get(f, "hypotheses"), j, e)
 			printf("    %s %s\n", j ? "or:" : "likely:", json_string_value(e));
+	}
+	if (w->n > WATCH_HOSTS_LISTED) {
+		int ok = 0, shown = 0;
+
+		for (int k = 0; k < w->n; k++)
+			ok += w->cur[k] != NULL;
+		printf("\n%d of %d tracers answered\n", ok, w->n);
+		for (int k = 0; k < w->n && shown < WATCH_HOSTS_LISTED; k++)
+			if (!w->cur[k] && ++shown)
+				printf("  %s: %s\n", w->ep[k].spec, w->ep[k].err);
+		if (w->n - ok > shown)
+			printf("  ... %d more\n", w->n - ok - shown);
 	}
 	json_decref(fs);
 }

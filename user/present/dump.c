@@ -388,8 +388,11 @@ void dump_default_name(char *buf, size_t len, const char *host, const char *job,
 		 job ? job : "", ts, n);
 }
 
-/* the dump whose cut last record was told of: report and html read a dump more than once */
-static char cut_warned[4096];
+/*
+ * the dump whose cut last record was told of: report and html read a dump more than once (each
+ * thread its own: a merged report reads its dumps on several)
+ */
+static __thread char cut_warned[4096];
 
 static const char *rdzv_id(char *const *cmd, int ncmd)
 {

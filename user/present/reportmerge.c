@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "model/snapmerge.h"
 #include "model/snapskew.h"
 #include "present/convertmerge.h"
@@ -117,20 +119,81 @@ static int read_states_only(struct mdump *d, char *err, size_t errlen)
 }
 
 /* the dumps read, hosts named (a host twice gets "#2"), clocks put on the first's */
+/*
+ * fn(ctx, i) for i in [0, n), on as many threads as there are CPUs (each dump read by one of
+ * them: the readings are most of a merged report's time); in order on this one where threads
+ * cannot start
+ */
+struct each_dump {
+	void (*fn)(void *ctx, int i);
+	void *ctx;
+	int n, next;
+};
+
+static void *each_dump_thread(void *arg)
+{
+	struct each_dump *e = arg;
+	int i;
+
+	while ((i = __atomic_fetch_add(&e->next, 1, __ATOMIC_RELAXED)) < e->n)
+		e->fn(e->ctx, i);
+	return NULL;
+}
+
+static void for_each_dump(int n, void (*fn)(void *ctx, int i), void *ctx)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int nt = cpus > 1 ? (int)(cpus < 16 ? cpus : 16) : 1, started = 0;
+	struct each_dump e = {fn, ctx, n, 0};
+	pthread_t t[16];
+
+	if (nt > n)
+		nt = n;
+	for (int k = 1; k < nt; k++)
+		if (!pthread_create(&t[started], NULL, each_dump_thread, &e))
+			started++;
+	each_dump_thread(&e);
+	for (int k = 0; k < started; k++)
+		pthread_join(t[k], NULL);
+}
+
+/* each dump's first reading, and what it says is wrong */
+struct first_reading {
+	struct mdump *d;
+	char (*err)[256];
+};
+
+static void first_reading(void *ctx, int i)
+{
+	struct first_reading *fr = ctx;
+	struct mdump *d = &fr->d[i];
+
+	if (read_states_only(d, fr->err[i], sizeof(fr->err[i])))
+		return;
+	if (!d->nts)
+		snprintf(fr->err[i], sizeof(fr->err[i]),
+			 "%s: no state records (a dump of nccltrace before multi-host reports, or "
+			 "one that ran less than a second): it cannot be merged",
+			 d->path);
+}
+
 static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t errlen)
 {
+	struct first_reading fr = {d, calloc(n, sizeof(*fr.err))};
+
+	if (!fr.err) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		d[i].path = paths[i];
+	for_each_dump(n, first_reading, &fr);
 	for (int i = 0; i < n; i++) {
 		const char *h;
 
-		d[i].path = paths[i];
-		if (read_states_only(&d[i], err, errlen))
-			return -1;
-		if (!d[i].nts) {
-			snprintf(
-				err, errlen,
-				"%s: no state records (a dump of nccltrace before multi-host "
-				"reports, or one that ran less than a second): it cannot be merged",
-				paths[i]);
+		if (fr.err[i][0]) {
+			snprintf(err, errlen, "%s", fr.err[i]);
+			free(fr.err);
 			return -1;
 		}
 		h = json_string_value(json_object_get(d[i].header, "host"));
@@ -143,6 +206,7 @@ static int read_dumps(struct mdump *d, char **paths, int n, char *err, size_t er
 		d[i].b2r = json_integer_value(json_object_get(d[i].header, "boot_to_realtime_ns"));
 		d[i].shift = d[i].b2r - d[0].b2r;
 	}
+	free(fr.err);
 	return 0;
 }
 
@@ -364,17 +428,40 @@ static void shift_s(json_t *o, const char *key, double off)
 }
 
 /* every dump's ranks, each with its host */
+/* each dump's ranks (its events read again: their timelines), read by one of the threads */
+struct dump_ranks {
+	struct mdump *d;
+	json_t **r;
+	char (*err)[256];
+};
+
+static void dump_ranks(void *ctx, int i)
+{
+	struct dump_ranks *dr = ctx;
+
+	dr->r[i] = report_ranks(dr->d[i].path, dr->d[i].header, dr->err[i], sizeof(dr->err[i]));
+}
+
 static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errlen)
 {
 	json_t *ranks = json_array();
+	struct dump_ranks dr = {d, calloc(n, sizeof(*dr.r)), calloc(n, sizeof(*dr.err))};
+	int rc = 0;
 
-	for (int i = 0; i < n; i++) {
-		json_t *r = report_ranks(d[i].path, d[i].header, err, errlen), *e;
+	if (!ranks || !dr.r || !dr.err) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+		goto out;
+	}
+	for_each_dump(n, dump_ranks, &dr);
+	for (int i = 0; i < n && !rc; i++) {
+		json_t *r = dr.r[i], *e;
 		size_t k;
 
 		if (!r) {
-			json_decref(ranks);
-			return -1;
+			snprintf(err, errlen, "%s", dr.err[i]);
+			rc = -1;
+			break;
 		}
 		double off = convert_offset_s(d[0].header, d[i].header);
 
@@ -392,10 +479,16 @@ static int all_ranks(struct mdump *d, int n, json_t *out, char *err, size_t errl
 			json_array_foreach(tl, j, p) shift_s(p, "start_s", off);
 		}
 		json_array_extend(ranks, r);
-		json_decref(r);
 	}
-	json_object_set_new(out, "ranks", ranks);
-	return 0;
+	if (!rc)
+		json_object_set_new(out, "ranks", json_incref(ranks));
+out:
+	for (int i = 0; dr.r && i < n; i++)
+		json_decref(dr.r[i]);
+	free(dr.r);
+	free(dr.err);
+	json_decref(ranks);
+	return rc;
 }
 
 static void mdumps_free(struct mdump *d, int n)

@@ -379,8 +379,12 @@ void session_tick(struct session *s, bool force_snapshot)
 	if (stackwatch_step(s, s->found, n))
 		n = diagnose(&s->snap, &s->diag, s->found, s->found ? MAX_FINDINGS : 0);
 	findings_update(&s->findings, s->found, n, now, session_finding, s);
-	/* all that diagnose() read, for a merged report of several hosts' dumps */
-	if (force_snapshot ||
+	/*
+	 * all that diagnose() read, for a merged report of several hosts' dumps and a replay: at the
+	 * tick a finding opened too (snapshot_now), so that either sees what this tracer saw then,
+	 * not up to a second later
+	 */
+	if (force_snapshot || s->snapshot_now ||
 	    record_state_due(&s->snap, findings_open_count(&s->findings), s->last_state_ns)) {
 		session_state(s, force_snapshot);
 		s->last_state_ns = now;

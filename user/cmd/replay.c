@@ -360,6 +360,15 @@ static json_t *cmd_line(const json_t *cmd)
 	return json_string(buf);
 }
 
+/*
+ * the job over: its footer reached, or the state in force the last, the footer next (the
+ * tracer writes its last state after the job has ended, as its page said then)
+ */
+static bool job_over(const struct rsrc *src)
+{
+	return src->ended || (src->ahead && !strcmp(rec_type(src->ahead), "footer"));
+}
+
 static json_t *state_page(struct replay *rp, struct rnode *n)
 {
 	struct rsrc *src = n->src;
@@ -381,7 +390,7 @@ static json_t *state_page(struct replay *rp, struct rnode *n)
 		"boot_to_realtime_ns", (json_int_t)((int64_t)real - (at > now ? at : now)),
 		"realtime_ns", (json_int_t)real, "stall_threshold_s",
 		json_object_get(h, "stall_threshold_s"), "cmd", cmd_line(json_object_get(h, "cmd")),
-		"job_over", src->ended, "findings", fs, "state", st, "replay", "dump", src->path,
+		"job_over", job_over(src), "findings", fs, "state", st, "replay", "dump", src->path,
 		"node", n->index, "at_s", (double)(at - src->first_ts) / 1e9);
 }
 

@@ -6,6 +6,10 @@
  * the whole file), in real time or faster; each dump is one node, and --nodes N makes N of them
  * out of a few dumps (the last one repeated), each its ranks at an offset and its host under its own name: the scale of
  * a big job, on one machine, for `watch` and its benchmark (scripts/scale-bench.sh).
+ *
+ * One file for the command (its options, the dumps read as time goes, the pages, the loop), as
+ * run.c and watch.c are: the page it serves is sessionlisten.c's form and the answers to
+ * ?since= are present/statedelta.c's, shared; what is left is the replay's own.
  */
 #include <errno.h>
 #include <getopt.h>
